@@ -1,0 +1,45 @@
+//! `stagehand bench`: alternatives measured side by side in one run.
+//!
+//! Each benchmark interleaves its variants round by round, so drift in the
+//! machine's load hits them all alike, and reports the median of the rounds.
+
+mod stats;
+mod tracking;
+
+use clap::{Args, ValueEnum};
+
+/// Options of `stagehand bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    gpu: super::GpuArgs,
+    /// Which benchmark to run.
+    #[arg(value_enum, default_value_t = Which::Tracking)]
+    which: Which,
+    /// Rounds per variant; the table shows the median round.
+    #[arg(long, default_value_t = 31)]
+    rounds: usize,
+    /// Operations per round.
+    #[arg(long, default_value_t = 2000)]
+    ops: usize,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Which {
+    /// Create and drop a 256-byte buffer: plain wgpu against stagehand's
+    /// counted creation.
+    Tracking,
+}
+
+/// Runs the chosen benchmark and prints its table.
+pub fn run(args: &BenchArgs) -> stagehand::Result<()> {
+    let gpu = args.gpu.open()?;
+    let info = gpu.info();
+    println!(
+        "adapter: {} ({:?}), {} rounds x {} ops, median round\n",
+        info.name, info.backend, args.rounds, args.ops
+    );
+    match args.which {
+        Which::Tracking => tracking::run(&gpu, args.rounds, args.ops),
+    }
+}

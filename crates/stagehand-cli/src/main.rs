@@ -1,0 +1,84 @@
+//! The `stagehand` command: a thin front over the library.
+
+mod bench;
+
+use clap::{Args, Parser, Subcommand};
+use stagehand::{Gpu, GpuOptions};
+use std::process::ExitCode;
+
+/// GPU memory, uploads and diagnostics over wgpu.
+#[derive(Parser, Debug)]
+#[command(name = "stagehand", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Print the diagnostics report of the default adapter: system, adapter,
+    /// versions, stagehand's object counts and wgpu's own report.
+    Report(ReportArgs),
+    /// Run benchmarks and print a table; each compares alternatives measured
+    /// side by side, interleaved, in one run.
+    Bench(bench::BenchArgs),
+}
+
+/// Which GPU to open.
+#[derive(Args, Debug, Clone)]
+struct GpuArgs {
+    /// Backends to search, comma-separated: vulkan, gl, metal, dx12.
+    /// Default: $WGPU_BACKEND, else all.
+    #[arg(long)]
+    backend: Option<String>,
+    /// Part of the adapter's name, case-insensitive (e.g. llvmpipe, lavapipe).
+    /// Default: $WGPU_ADAPTER_NAME, else the best adapter (real GPUs before software).
+    #[arg(long)]
+    adapter: Option<String>,
+}
+
+impl GpuArgs {
+    fn open(&self) -> stagehand::Result<Gpu> {
+        let options = GpuOptions {
+            backend: self.backend.clone(),
+            adapter: self.adapter.clone(),
+            ..GpuOptions::default()
+        };
+        Gpu::open(&options)
+    }
+}
+
+#[derive(Args, Debug)]
+struct ReportArgs {
+    #[command(flatten)]
+    gpu: GpuArgs,
+    /// Print JSON instead of text tables.
+    #[arg(long)]
+    json: bool,
+}
+
+fn report(args: &ReportArgs) -> stagehand::Result<()> {
+    let gpu = args.gpu.open()?;
+    let report = gpu.report();
+    if args.json {
+        println!("{}", report.to_json_string());
+    } else {
+        report.print();
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Report(args) => report(args),
+        Command::Bench(args) => bench::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("stagehand: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

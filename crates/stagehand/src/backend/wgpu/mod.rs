@@ -1,0 +1,22 @@
+//! The wgpu backend: opening a GPU, creating counted objects, and wgpu's
+//! side of the diagnostics report.
+
+mod context;
+mod device;
+mod encoder;
+mod queue;
+pub mod report;
+pub mod texture_size;
+pub mod validate;
+
+pub use context::{Gpu, GpuOptions, parse_backends};
+pub use device::Device;
+pub use encoder::{CommandEncoder, RenderBundleEncoder};
+pub use queue::Queue;
+
+impl Gpu {
+    /// The full diagnostics report of this GPU.
+    pub fn report(&self) -> crate::diag::Report {
+        report::report(self)
+    }
+}

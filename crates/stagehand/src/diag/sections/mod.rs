@@ -1,0 +1,14 @@
+//! The report's standard sections. Each is plain data that serialises to
+//! JSON and knows its text form.
+
+pub mod adapter;
+pub mod objects;
+pub mod system;
+pub mod versions;
+pub mod wgpu_report;
+
+pub use adapter::AdapterSection;
+pub use objects::ObjectCounts;
+pub use system::SystemInfo;
+pub use versions::Versions;
+pub use wgpu_report::{AllocatorSummary, HalCounters, HubEntry, WgpuReport};
