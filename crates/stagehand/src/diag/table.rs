@@ -112,7 +112,7 @@ mod tests {
         let mut out = String::new();
         render_section(&mut out, "object_counts", &view);
         let want = "\u{2588}\u{2588} object_counts:\n\n\
-                    \x20        count  resource_mem\n\
+                    \x20         count  resource_mem\n\
                     \n\
                     \x20Buffer:      3           784\n\
                     Texture:      1         65.5K\n\

@@ -48,9 +48,9 @@ pub fn image_bytes(format: TextureFormat, width: u32, height: u32) -> u64 {
         .map(|(aspect, (sx, sy))| {
             let (w, h) = (width.div_ceil(sx), height.div_ceil(sy));
             let blocks = u64::from(w.div_ceil(bw)) * u64::from(h.div_ceil(bh));
-            blocks * aspect_block_bytes(format, aspect)
+            blocks.saturating_mul(aspect_block_bytes(format, aspect))
         })
-        .sum()
+        .fold(0u64, u64::saturating_add)
 }
 
 /// Bytes of a whole texture: all mip levels, all array layers (or depth

@@ -30,7 +30,7 @@ pub fn buffer(
             desc.size, limits.max_buffer_size
         ));
     }
-    if desc.mapped_at_creation && desc.size % wgpu::COPY_BUFFER_ALIGNMENT != 0 {
+    if desc.mapped_at_creation && !desc.size.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT) {
         return fail(format!(
             "mapped_at_creation needs a size that is a multiple of {}, not {}",
             wgpu::COPY_BUFFER_ALIGNMENT,
@@ -104,7 +104,7 @@ pub fn texture(
         });
     }
     let (mw, mh) = desc.format.size_multiple_requirement();
-    if desc.size.width % mw != 0 || desc.size.height % mh != 0 {
+    if !desc.size.width.is_multiple_of(mw) || !desc.size.height.is_multiple_of(mh) {
         return fail(format!(
             "{:?} needs a size that is a multiple of {mw}x{mh}, not {}x{}",
             desc.format, desc.size.width, desc.size.height
