@@ -17,28 +17,34 @@ pub fn run(gpu: &Gpu, rounds: usize, ops: usize) -> stagehand::Result<()> {
     let device = gpu.device();
     let raw: &wgpu::Device = device;
     let tracker = gpu.tracker();
-    let mut plain = Vec::with_capacity(rounds);
-    let mut counted = Vec::with_capacity(rounds);
-    let mut full = Vec::with_capacity(rounds);
+    let mut samples = [const { Vec::new() }; 3];
     let mut failed = None;
-    for _ in 0..rounds {
-        plain.push(time_round(ops, || drop(raw.create_buffer(&DESC))));
-        counted.push(time_round(ops, || {
-            drop(Tracked::new(
-                tracker,
-                ObjectKind::Buffer,
-                DESC.size,
-                None,
-                raw.create_buffer(&DESC),
-            ))
-        }));
-        full.push(time_round(ops, || {
-            if let Err(e) = device.create_buffer(&DESC) {
-                failed = Some(e);
-            }
-        }));
-        // Let wgpu retire the dropped buffers between rounds.
-        let _ = raw.poll(wgpu::PollType::Poll);
+    for round in 0..rounds {
+        // Rotate which variant goes first, so none always runs on a warm or
+        // cold allocator, and let wgpu retire dropped buffers before each.
+        for step in 0..3 {
+            let variant = (round + step) % 3;
+            let _ = raw.poll(wgpu::PollType::Poll);
+            let ns = match variant {
+                0 => time_round(ops, || drop(raw.create_buffer(&DESC))),
+                1 => time_round(ops, || {
+                    let buffer = raw.create_buffer(&DESC);
+                    drop(Tracked::new(
+                        tracker,
+                        ObjectKind::Buffer,
+                        DESC.size,
+                        None,
+                        buffer,
+                    ))
+                }),
+                _ => time_round(ops, || {
+                    if let Err(e) = device.create_buffer(&DESC) {
+                        failed = Some(e);
+                    }
+                }),
+            };
+            samples[variant].push(ns);
+        }
     }
     if let Some(e) = failed {
         return Err(e);
@@ -46,9 +52,9 @@ pub fn run(gpu: &Gpu, rounds: usize, ops: usize) -> stagehand::Result<()> {
     print_table(
         "create + drop of a 256-byte buffer",
         &[
-            ("wgpu create_buffer", median(&mut plain)),
-            ("+ count (Tracked::new)", median(&mut counted)),
-            ("stagehand create_buffer", median(&mut full)),
+            ("wgpu create_buffer", median(&mut samples[0])),
+            ("+ count (Tracked::new)", median(&mut samples[1])),
+            ("stagehand create_buffer", median(&mut samples[2])),
         ],
     );
     println!(

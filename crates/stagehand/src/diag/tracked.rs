@@ -6,16 +6,17 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-/// A GPU object counted by a [`Tracker`] for as long as any clone of it lives.
+/// A GPU object counted by a [`Tracker`] until it is dropped.
 ///
 /// Derefs to the wrapped object, so code written against the plain type keeps
-/// working. Clones share one count: the object stays alive, and counted, until
-/// the last clone is dropped. A clone of the *inner* object (`(*t).clone()`)
-/// escapes the count; avoid it where the count matters.
+/// working. It is deliberately not `Clone`: one handle, one count. To share
+/// it, put it in an `Arc`. A clone of the *inner* object (`(*t).clone()`)
+/// keeps the object alive in wgpu after the count has dropped; avoid it where
+/// the count matters.
 pub struct Tracked<T> {
     // Declared before `token` so the object is released before it is un-counted.
     inner: T,
-    token: Arc<Token>,
+    token: Token,
 }
 
 impl<T> Tracked<T> {
@@ -29,7 +30,7 @@ impl<T> Tracked<T> {
     ) -> Self {
         Self {
             inner,
-            token: Arc::new(tracker.register(kind, bytes, label)),
+            token: tracker.register(kind, bytes, label),
         }
     }
 
@@ -54,15 +55,6 @@ impl<T> Tracked<T> {
     /// `submit`) or deliberately handed to code that stagehand does not see.
     pub fn into_inner(self) -> T {
         self.inner
-    }
-}
-
-impl<T: Clone> Clone for Tracked<T> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            token: Arc::clone(&self.token),
-        }
     }
 }
 

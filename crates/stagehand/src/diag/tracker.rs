@@ -31,11 +31,11 @@ struct KindCounters {
 impl KindCounters {
     fn add(&self, bytes: u64) {
         let count = self.count.fetch_add(1, Relaxed) + 1;
-        self.peak_count.fetch_max(count, Relaxed);
+        raise(&self.peak_count, count);
         self.created.fetch_add(1, Relaxed);
         if bytes > 0 {
             let now = self.bytes.fetch_add(bytes, Relaxed) + bytes;
-            self.peak_bytes.fetch_max(now, Relaxed);
+            raise(&self.peak_bytes, now);
         }
     }
 
@@ -54,6 +54,14 @@ impl KindCounters {
     }
 }
 
+/// Raises `peak` to `now` if `now` is higher. The plain load first keeps the
+/// common case (peak already above) free of a read-modify-write.
+fn raise(peak: &AtomicU64, now: u64) {
+    if now > peak.load(Relaxed) {
+        peak.fetch_max(now, Relaxed);
+    }
+}
+
 /// An object that was given a label, kept so that a leak can be named.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LiveObject {
@@ -61,7 +69,8 @@ pub struct LiveObject {
     pub kind: ObjectKind,
     /// The label it was created with.
     pub label: String,
-    /// Creation order within its tracker; later objects have larger ids.
+    /// Creation order among labelled objects of its tracker, from 1; later
+    /// objects have larger ids.
     pub id: u64,
 }
 
@@ -71,10 +80,6 @@ pub struct LiveObject {
 pub struct Tracker {
     /// One set of counters per [`ObjectKind`], indexed by [`ObjectKind::index`].
     kinds: [KindCounters; ObjectKind::COUNT],
-    /// Resource bytes of all kinds together, so the total has a true peak.
-    total_bytes: AtomicU64,
-    /// Highest `total_bytes` since start or the last reset.
-    peak_total_bytes: AtomicU64,
     /// Source of object ids; the next id to hand out.
     next_id: AtomicU64,
     /// Labelled objects alive now, by id. Unlabelled objects are not listed,
@@ -91,8 +96,6 @@ impl Tracker {
     pub fn new() -> Arc<Self> {
         Arc::new(Self {
             kinds: Default::default(),
-            total_bytes: AtomicU64::new(0),
-            peak_total_bytes: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
             labelled: Mutex::new(HashMap::new()),
             uncaptured_errors: AtomicU64::new(0),
@@ -104,40 +107,34 @@ impl Tracker {
     /// drop un-counts it.
     pub fn register(self: &Arc<Self>, kind: ObjectKind, bytes: u64, label: Option<&str>) -> Token {
         self.kinds[kind.index()].add(bytes);
-        if bytes > 0 {
-            let total = self.total_bytes.fetch_add(bytes, Relaxed) + bytes;
-            self.peak_total_bytes.fetch_max(total, Relaxed);
-        }
-        let id = self.next_id.fetch_add(1, Relaxed);
-        let labelled = match label {
+        // Only labelled objects need an id (to be named by a leak check), so
+        // unlabelled ones skip both the counter and the lock.
+        let id = match label {
             Some(label) => {
+                let id = self.next_id.fetch_add(1, Relaxed);
                 let live = LiveObject {
                     kind,
                     label: label.to_owned(),
                     id,
                 };
                 self.labelled.lock().insert(id, live);
-                true
+                id
             }
-            None => false,
+            None => 0,
         };
         Token {
             tracker: Arc::clone(self),
             kind,
             bytes,
             id,
-            labelled,
         }
     }
 
     fn release(&self, token: &Token) {
-        if token.labelled {
+        if token.id != 0 {
             self.labelled.lock().remove(&token.id);
         }
         self.kinds[token.kind.index()].sub(token.bytes);
-        if token.bytes > 0 {
-            self.total_bytes.fetch_sub(token.bytes, Relaxed);
-        }
     }
 
     /// Current and peak numbers of one kind.
@@ -155,10 +152,10 @@ impl Tracker {
 
     /// Current and peak numbers of every kind, in [`ObjectKind::ALL`] order.
     pub fn snapshot(&self) -> Snapshot {
+        let kinds: Vec<KindStats> = ObjectKind::ALL.iter().map(|&k| self.stats(k)).collect();
         Snapshot {
-            kinds: ObjectKind::ALL.iter().map(|&k| self.stats(k)).collect(),
-            total_bytes: self.total_bytes.load(Relaxed),
-            peak_total_bytes: self.peak_total_bytes.load(Relaxed),
+            total_bytes: kinds.iter().map(|k| k.bytes).sum(),
+            kinds,
             next_id: self.next_id.load(Relaxed),
         }
     }
@@ -168,8 +165,6 @@ impl Tracker {
         for c in &self.kinds {
             c.reset_peaks();
         }
-        self.peak_total_bytes
-            .store(self.total_bytes.load(Relaxed), Relaxed);
     }
 
     /// Labelled objects alive now whose id is at least `since`, oldest first.
@@ -206,7 +201,7 @@ impl fmt::Debug for Tracker {
         let live: u64 = self.kinds.iter().map(|c| c.count.load(Relaxed)).sum();
         f.debug_struct("Tracker")
             .field("live_objects", &live)
-            .field("total_bytes", &self.total_bytes.load(Relaxed))
+            .field("total_bytes", &self.snapshot().total_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -216,9 +211,8 @@ pub struct Token {
     tracker: Arc<Tracker>,
     kind: ObjectKind,
     bytes: u64,
+    /// Key in the tracker's labelled map; 0 for an unlabelled object.
     id: u64,
-    /// Whether `id` is in the tracker's labelled map.
-    labelled: bool,
 }
 
 impl Token {
@@ -278,10 +272,8 @@ pub struct Snapshot {
     pub kinds: Vec<KindStats>,
     /// Resource bytes of all kinds.
     pub total_bytes: u64,
-    /// Highest `total_bytes` since start or the last reset.
-    pub peak_total_bytes: u64,
-    /// The id the next object will get; objects created after this snapshot
-    /// have ids at least this.
+    /// The id the next labelled object will get; labelled objects created
+    /// after this snapshot have ids at least this.
     pub next_id: u64,
 }
 
@@ -324,11 +316,9 @@ mod tests {
         let keep = t.register(ObjectKind::Texture, 10, None);
         drop(t.register(ObjectKind::Texture, 90, None));
         assert_eq!(t.stats(ObjectKind::Texture).peak_bytes, 100);
-        assert_eq!(t.snapshot().peak_total_bytes, 100);
         t.reset_peaks();
         let s = t.stats(ObjectKind::Texture);
         assert_eq!((s.peak_count, s.peak_bytes), (1, 10));
-        assert_eq!(t.snapshot().peak_total_bytes, 10);
         drop(keep);
     }
 

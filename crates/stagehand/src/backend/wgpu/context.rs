@@ -13,7 +13,8 @@ pub struct GpuOptions {
     /// Backends to search, as wgpu names them (`"vulkan"`, `"gl"`, `"vulkan,gl"`).
     /// `None` reads `WGPU_BACKEND`, and without it searches all.
     pub backend: Option<String>,
-    /// Case-insensitive part of the adapter's name (`"llvmpipe"`).
+    /// Case-insensitive part of the adapter's name, driver or driver details
+    /// (`"llvmpipe"`, `"mesa"`); `"lavapipe"` picks Mesa's Vulkan CPU adapter.
     /// `None` reads `WGPU_ADAPTER_NAME`, and without it takes the best adapter.
     pub adapter: Option<String>,
     /// Optional features the device must have.
@@ -184,11 +185,23 @@ fn choose_adapter(
         let available = adapters.iter().map(|a| describe(&a.get_info())).collect();
         return adapters
             .into_iter()
-            .find(|a| a.get_info().name.to_lowercase().contains(&needle))
+            .find(|a| name_matches(&a.get_info(), &needle))
             .ok_or(Error::AdapterNotFound { wanted, available });
     }
     let first = adapters.into_iter().next();
     first.ok_or_else(|| no_adapter(backends))
+}
+
+/// Whether an adapter answers to `needle` (lower case): a part of its name,
+/// driver or driver details, or `lavapipe`, which names itself `llvmpipe` on
+/// Vulkan and so is told from GL's llvmpipe by its backend.
+fn name_matches(info: &wgpu::AdapterInfo, needle: &str) -> bool {
+    if needle == "lavapipe" {
+        return info.backend == wgpu::Backend::Vulkan
+            && info.driver.eq_ignore_ascii_case("llvmpipe");
+    }
+    let haystack = format!("{} {} {}", info.name, info.driver, info.driver_info).to_lowercase();
+    haystack.contains(needle)
 }
 
 /// The error for an empty search, naming adapters on backends not searched.

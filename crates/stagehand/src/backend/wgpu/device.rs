@@ -26,14 +26,25 @@ pub(crate) enum Caught {
     Validation(String),
 }
 
+/// The output of a future that native backends complete at once: polled once
+/// with a no-op waker (no allocation, no thread parking), and only if that
+/// finds it pending, waited for.
+fn ready_now<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(out) => out,
+        std::task::Poll::Pending => pollster::block_on(future),
+    }
+}
+
 /// Runs `f` inside out-of-memory and validation error scopes of `device`.
 pub(crate) fn scoped<T>(device: &wgpu::Device, f: impl FnOnce() -> T) -> Result<T, Caught> {
     let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let out = f();
-    // On native backends both futures are ready at once; nothing blocks here.
-    let validation = pollster::block_on(validation.pop());
-    let oom = pollster::block_on(oom.pop());
+    let validation = ready_now(validation.pop());
+    let oom = ready_now(oom.pop());
     match (oom, validation) {
         (Some(_), _) => Err(Caught::OutOfMemory),
         (None, Some(e)) => Err(Caught::Validation(e.to_string())),

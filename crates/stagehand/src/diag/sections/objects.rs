@@ -13,8 +13,6 @@ pub struct ObjectCounts {
     pub total_count: u64,
     /// Resource bytes alive, all kinds.
     pub total_bytes: u64,
-    /// Highest `total_bytes` since start or the last reset.
-    pub peak_total_bytes: u64,
     /// Errors the backend raised outside stagehand's error scopes.
     pub uncaptured_errors: u64,
     /// The latest such error.
@@ -29,7 +27,6 @@ impl ObjectCounts {
         Self {
             total_count: snap.total_count(),
             total_bytes: snap.total_bytes,
-            peak_total_bytes: snap.peak_total_bytes,
             objects: snap.kinds,
             uncaptured_errors,
             last_uncaptured_error,
@@ -68,7 +65,7 @@ impl Section for ObjectCounts {
                 Cell::int(self.total_count),
                 Cell::Bytes(self.total_bytes),
                 Cell::Empty,
-                Cell::Bytes(self.peak_total_bytes),
+                Cell::Empty,
                 Cell::int(created),
             ],
         );
@@ -84,6 +81,7 @@ impl Section for ObjectCounts {
             "count and resource_mem: alive now; peak and peak_mem: highest since start or reset_peaks().".into(),
             "resource_mem: buffer sizes; exact texture sizes over all mips, layers and samples; 8 bytes per query.".into(),
             "created: objects ever created. Sizes are decimal: 65.5K = 65,500 bytes.".into(),
+            "peaks are not totalled: each kind's peak may fall at a different moment.".into(),
         ];
         if self.uncaptured_errors > 0 {
             let last = self.last_uncaptured_error.as_deref().unwrap_or("");
