@@ -19,12 +19,13 @@
 //! # }
 //! ```
 //!
-//! The parts: [`backend`] opens GPUs and creates counted objects; [`diag`]
-//! counts, reports and checks for leaks.
+//! The parts: [`backend`] opens GPUs and creates counted objects; [`pool`]
+//! caches device memory; [`diag`] counts, reports and checks for leaks.
 
 pub mod backend;
 pub mod diag;
 mod error;
+pub mod pool;
 
 pub use backend::wgpu::{CommandEncoder, Device, Gpu, GpuOptions, Queue, RenderBundleEncoder};
 pub use diag::{ObjectKind, Report, Tracked};

@@ -4,6 +4,7 @@
 mod context;
 mod device;
 mod encoder;
+pub mod pool;
 mod queue;
 pub mod report;
 pub mod texture_size;
@@ -12,6 +13,9 @@ pub mod validate;
 pub use context::{Gpu, GpuOptions, parse_backends};
 pub use device::Device;
 pub use encoder::{CommandEncoder, RenderBundleEncoder};
+pub use pool::{
+    BufferBackend, BufferPool, TextureBackend, TextureKey, TexturePool, buffer_pool, texture_pool,
+};
 pub use queue::Queue;
 
 impl Gpu {

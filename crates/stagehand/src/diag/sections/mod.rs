@@ -3,12 +3,14 @@
 
 pub mod adapter;
 pub mod objects;
+pub mod pool;
 pub mod system;
 pub mod versions;
 pub mod wgpu_report;
 
 pub use adapter::AdapterSection;
 pub use objects::ObjectCounts;
+pub use pool::{PoolClasses, PoolSection};
 pub use system::SystemInfo;
 pub use versions::Versions;
 pub use wgpu_report::{AllocatorSummary, HalCounters, HubEntry, WgpuReport};
