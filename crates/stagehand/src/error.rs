@@ -118,6 +118,10 @@ pub enum Error {
         message: String,
     },
 
+    /// A pool could not hand out a block; see [`PoolError`](crate::pool::PoolError).
+    #[error(transparent)]
+    Pool(crate::pool::PoolError),
+
     /// The device ran out of memory. Recover by freeing memory (drop or trim
     /// cached objects) or asking for less.
     #[error("out of GPU memory creating {kind}{label} ({bytes} bytes)")]
@@ -131,9 +135,19 @@ pub enum Error {
     },
 }
 
+impl From<crate::pool::PoolError> for Error {
+    fn from(e: crate::pool::PoolError) -> Self {
+        Self::Pool(e)
+    }
+}
+
 impl Error {
     /// Whether this is an out-of-memory error, which freeing memory may cure.
     pub fn is_oom(&self) -> bool {
-        matches!(self, Self::OutOfMemory { .. })
+        match self {
+            Self::OutOfMemory { .. } => true,
+            Self::Pool(e) => e.is_oom(),
+            _ => false,
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! Each benchmark interleaves its variants round by round, so drift in the
 //! machine's load hits them all alike, and reports the median of the rounds.
 
+mod pool;
 mod stats;
 mod tracking;
 
@@ -29,11 +30,13 @@ enum Which {
     /// Create and drop a 256-byte buffer: plain wgpu against stagehand's
     /// counted creation.
     Tracking,
+    /// Pooled take + drop against create + drop, per size; then 1, 2, 4 threads.
+    Pool,
 }
 
 /// Runs the chosen benchmark and prints its table.
 pub fn run(args: &BenchArgs) -> stagehand::Result<()> {
-    let gpu = args.gpu.open()?;
+    let gpu = std::sync::Arc::new(args.gpu.open()?);
     let info = gpu.info();
     println!(
         "adapter: {} ({:?}), {} rounds x {} ops, median round\n",
@@ -41,5 +44,6 @@ pub fn run(args: &BenchArgs) -> stagehand::Result<()> {
     );
     match args.which {
         Which::Tracking => tracking::run(&gpu, args.rounds, args.ops),
+        Which::Pool => pool::run(gpu, args.rounds, args.ops),
     }
 }

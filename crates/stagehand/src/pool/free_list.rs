@@ -100,10 +100,34 @@ impl<K: Clone + Eq + Hash, Block> Books<K, Block> {
         );
     }
 
-    /// Serves a request for `cap` bytes of `key` from the free list, or
-    /// reserves the bytes for a new allocation, evicting idle blocks of other
-    /// classes into `freed` when the budget requires.
+    /// Serves a request for `cap` bytes of `key` from its free list, if the
+    /// list has an idle block. Touches nothing when it has none.
+    pub fn hit(&mut self, key: &K, cap: u64) -> Option<Block> {
+        let list = self.lists.get_mut(&(key.clone(), cap))?;
+        let block = list.idle.pop()?;
+        self.tick += 1;
+        list.last_batch = self.batch;
+        list.last_tick = self.tick;
+        list.takes += 1;
+        list.in_use += 1;
+        self.note_use(cap);
+        Some(block)
+    }
+
+    /// Serves a request for `cap` bytes of `key`: from the free list if a
+    /// block is idle, else by reserving the bytes for a new allocation,
+    /// evicting idle blocks of other classes into `freed` when the budget
+    /// requires.
     pub fn take(&mut self, key: &K, cap: u64, freed: &mut Freed<K, Block>) -> Take<Block> {
+        if let Some(block) = self.hit(key, cap) {
+            return Take::Hit(block);
+        }
+        if let Some(budget) = self.budget {
+            self.evict_until(budget.saturating_sub(cap), freed);
+            if self.held + cap > budget {
+                return Take::OverBudget;
+            }
+        }
         self.tick += 1;
         let (tick, batch) = (self.tick, self.batch);
         let list = self
@@ -113,29 +137,10 @@ impl<K: Clone + Eq + Hash, Block> Books<K, Block> {
         list.last_batch = batch;
         list.last_tick = tick;
         list.takes += 1;
-        if let Some(block) = list.idle.pop() {
-            list.in_use += 1;
-            self.note_use(cap);
-            return Take::Hit(block);
-        }
-        if let Some(budget) = self.budget {
-            self.evict_until(budget.saturating_sub(cap), freed);
-            if self.held + cap > budget {
-                return Take::OverBudget;
-            }
-        }
-        self.reserve(key, cap);
-        Take::Allocate
-    }
-
-    fn reserve(&mut self, key: &K, cap: u64) {
-        let list = self.lists.get_mut(&(key.clone(), cap));
-        debug_assert!(list.is_some(), "take made the list");
-        if let Some(list) = list {
-            list.in_use += 1;
-        }
+        list.in_use += 1;
         self.held += cap;
         self.note_use(cap);
+        Take::Allocate
     }
 
     /// Undoes the reservation of a take whose allocation failed.

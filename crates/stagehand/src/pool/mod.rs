@@ -207,6 +207,13 @@ impl<B: PoolBackend> Pool<B> {
             });
         }
         let cap = Self::capacity_for(len);
+        // The hot path: an idle block of this class. A request that hits was
+        // valid when its block was allocated, so only misses are checked.
+        let hit = shared.books.lock().hit(&key, cap);
+        if let Some(block) = hit {
+            Counters::bump(&shared.counters.hits, 1);
+            return Ok(Pooled::new(block, key, cap, len, Arc::clone(shared)));
+        }
         shared
             .backend
             .check(&key, cap)
