@@ -20,12 +20,14 @@
 //! ```
 //!
 //! The parts: [`backend`] opens GPUs and creates counted objects; [`pool`]
-//! caches device memory; [`diag`] counts, reports and checks for leaks.
+//! caches device memory; [`upload`] streams textures and buffers from worker
+//! threads; [`diag`] counts, reports and checks for leaks.
 
 pub mod backend;
 pub mod diag;
 mod error;
 pub mod pool;
+pub mod upload;
 
 pub use backend::wgpu::{CommandEncoder, Device, Gpu, GpuOptions, Queue, RenderBundleEncoder};
 pub use diag::{ObjectKind, Report, Tracked};

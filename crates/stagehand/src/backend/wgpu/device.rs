@@ -52,6 +52,14 @@ pub(crate) fn scoped<T>(device: &wgpu::Device, f: impl FnOnce() -> T) -> Result<
     }
 }
 
+/// Runs `f` inside error scopes; what wgpu rejects comes back as its message.
+pub(crate) fn scoped_call<T>(device: &wgpu::Device, f: impl FnOnce() -> T) -> Result<T, String> {
+    scoped(device, f).map_err(|c| match c {
+        Caught::OutOfMemory => "out of GPU memory".to_owned(),
+        Caught::Validation(m) => m,
+    })
+}
+
 impl Caught {
     pub(crate) fn into_error(self, kind: ObjectKind, label: Option<&str>, bytes: u64) -> Error {
         let label = Label::of(label);

@@ -12,6 +12,7 @@ pub mod validate;
 
 pub use context::{Gpu, GpuOptions, parse_backends};
 pub use device::Device;
+pub(crate) use device::scoped_call;
 pub use encoder::{CommandEncoder, RenderBundleEncoder};
 pub use pool::{
     BufferBackend, BufferPool, TextureBackend, TextureKey, TexturePool, buffer_pool, texture_pool,

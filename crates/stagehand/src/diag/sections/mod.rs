@@ -5,6 +5,7 @@ pub mod adapter;
 pub mod objects;
 pub mod pool;
 pub mod system;
+pub mod upload;
 pub mod versions;
 pub mod wgpu_report;
 
@@ -12,5 +13,6 @@ pub use adapter::AdapterSection;
 pub use objects::ObjectCounts;
 pub use pool::{PoolClasses, PoolSection};
 pub use system::SystemInfo;
+pub use upload::UploadSection;
 pub use versions::Versions;
 pub use wgpu_report::{AllocatorSummary, HalCounters, HubEntry, WgpuReport};

@@ -1,0 +1,194 @@
+//! What the engine's threads, resources and handles share, and the poller
+//! thread that turns GPU completions into resolved uploads.
+
+use super::future::{UploadShared, UploadStatus};
+use super::resource::ResourceShared;
+use super::stats::{Counters, Window};
+use super::worker::Job;
+use crate::backend::wgpu::{BufferBackend, BufferPool, Gpu};
+use crate::pool::Pooled;
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// How often the poller asks the device for finished work while uploads
+/// are in flight. A non-blocking poll holds wgpu's locks only briefly; a
+/// blocking one would hold them for the whole wait and stall the render
+/// thread's submits (the stall a naive background thread shows).
+const POLL_INTERVAL: Duration = Duration::from_micros(200);
+
+/// A staging buffer on its way back after the GPU finished with it.
+pub(crate) enum Staging {
+    /// A ring slot, mapped again and ready for its next upload.
+    Ring(Pooled<BufferBackend>),
+    /// A per-upload buffer, to go back to the pool.
+    Once(Pooled<BufferBackend>),
+    /// Nothing to return (synchronous uploads).
+    None,
+}
+
+/// A GPU completion, sent from a wgpu callback to the poller.
+pub(crate) struct Completion {
+    pub resource: Arc<ResourceShared>,
+    pub upload: Arc<UploadShared>,
+    pub admitted: u64,
+    pub data_bytes: u64,
+    pub staging: Staging,
+    /// `Err` if the device reported a failure (map failed, device lost).
+    pub result: Result<(), String>,
+}
+
+/// Admission: bytes of staging in flight across the engine.
+#[derive(Debug, Default)]
+pub(crate) struct Admission {
+    pub bytes: u64,
+    pub uploads: u64,
+}
+
+pub(crate) struct EngineShared {
+    pub gpu: Arc<Gpu>,
+    pub staging: BufferPool,
+    /// One queue per worker; `None` once shut down. A resource always goes
+    /// to the same worker, so its uploads are copied and submitted in the
+    /// order they were made: the last upload to a region wins.
+    pub jobs: RwLock<Option<Vec<Sender<Job>>>>,
+    /// Hands out workers to new resources, round robin.
+    pub next_worker: AtomicUsize,
+    pub completions: (Sender<Completion>, Receiver<Completion>),
+    /// wgpu callbacks armed and not yet fired; the poller polls while above 0.
+    pub outstanding: AtomicUsize,
+    pub wake_poller: (Mutex<()>, Condvar),
+    pub admission: Mutex<Admission>,
+    pub admitted: Condvar,
+    pub max_in_flight_bytes: u64,
+    pub shut_down: AtomicBool,
+    pub counters: Counters,
+    pub window: Mutex<Window>,
+    pub panics: Arc<AtomicU64>,
+    /// Worker threads still running.
+    pub workers_alive: AtomicUsize,
+}
+
+impl EngineShared {
+    /// Arms one wgpu callback: the poller will poll until it fires.
+    pub fn arm(&self) {
+        self.outstanding.fetch_add(1, Ordering::AcqRel);
+        self.wake_poller.1.notify_one();
+    }
+
+    /// Takes back an upload's admission, engine-wide and for its resource.
+    pub fn release_admission(
+        &self,
+        resource: &ResourceShared,
+        upload: &Arc<UploadShared>,
+        bytes: u64,
+    ) {
+        resource.finish(upload);
+        self.unadmit_bytes(bytes);
+    }
+
+    /// Gives back engine-wide bytes of an upload that was not admitted.
+    pub fn unadmit_bytes(&self, bytes: u64) {
+        let mut a = self.admission.lock();
+        a.bytes -= bytes;
+        a.uploads -= 1;
+        drop(a);
+        self.admitted.notify_all();
+    }
+
+    /// Ends an upload a newer one replaced; its resource count was already
+    /// handed to the newer one.
+    pub fn end_superseded(&self, old: &Arc<UploadShared>) {
+        Counters::drop_one(&self.counters.queued);
+        Counters::bump(&self.counters.superseded);
+        self.unadmit_bytes(old.admitted.load(Ordering::Acquire));
+        old.resolve(UploadStatus::Superseded);
+    }
+
+    /// Ends an upload that never reached the GPU.
+    pub fn end_early(
+        &self,
+        resource: &ResourceShared,
+        upload: &Arc<UploadShared>,
+        bytes: u64,
+        status: UploadStatus,
+    ) {
+        let counter = match &status {
+            UploadStatus::Cancelled => &self.counters.cancelled,
+            UploadStatus::Superseded => &self.counters.superseded,
+            _ => &self.counters.failed,
+        };
+        Counters::bump(counter);
+        self.release_admission(resource, upload, bytes);
+        upload.resolve(status);
+    }
+
+    fn complete(&self, c: Completion) {
+        Counters::drop_one(&self.counters.active);
+        match c.staging {
+            Staging::Ring(slot) => c.resource.ring_return(slot),
+            Staging::Once(buffer) => drop(buffer),
+            Staging::None => {}
+        }
+        let status = match c.result {
+            Ok(()) => {
+                Counters::bump(&self.counters.completed);
+                self.counters
+                    .bytes
+                    .fetch_add(c.data_bytes, Ordering::Relaxed);
+                self.window.lock().push(c.data_bytes);
+                UploadStatus::Done
+            }
+            Err(message) => {
+                Counters::bump(&self.counters.failed);
+                UploadStatus::Failed(super::UploadError::Device(message))
+            }
+        };
+        self.release_admission(&c.resource, &c.upload, c.admitted);
+        c.upload.resolve(status);
+    }
+
+    /// The poller's loop: poll without blocking while callbacks are armed,
+    /// resolve what completed, sleep on the condvar when nothing is in flight.
+    /// Callbacks count themselves out after sending their completion, so the
+    /// channel is drained on every turn, armed or not.
+    pub fn poll_loop(&self) {
+        loop {
+            let armed = self.outstanding.load(Ordering::Acquire);
+            if armed > 0 {
+                let _ = self.gpu.device().poll(wgpu::PollType::Poll);
+            }
+            let mut any = false;
+            while let Ok(c) = self.completions.1.try_recv() {
+                any = true;
+                self.complete(c);
+            }
+            if any {
+                continue;
+            }
+            if armed > 0 {
+                std::thread::sleep(POLL_INTERVAL);
+                continue;
+            }
+            if self.shut_down.load(Ordering::Acquire)
+                && self.idle_workers_done()
+                && self.completions.1.is_empty()
+            {
+                return;
+            }
+            let mut guard = self.wake_poller.0.lock();
+            if self.outstanding.load(Ordering::Acquire) == 0 {
+                self.wake_poller
+                    .1
+                    .wait_for(&mut guard, Duration::from_millis(5));
+            }
+        }
+    }
+
+    /// Workers have all exited (the admission count is then final).
+    fn idle_workers_done(&self) -> bool {
+        self.workers_alive.load(Ordering::Acquire) == 0
+    }
+}

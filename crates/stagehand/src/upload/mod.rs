@@ -1,0 +1,368 @@
+//! The upload engine: textures and buffers streamed to the GPU by transfer
+//! workers, so the caller (a render loop, a decoder) never waits for a copy.
+//!
+//! The protocol:
+//! 1. [`UploadEngine::new`] once per device: it starts the workers and the
+//!    poller that turns GPU completions into resolved uploads;
+//! 2. create each streamed resource with its [`StagingPolicy`]
+//!    ([`UploadEngine::create_texture`], [`UploadEngine::create_buffer`]);
+//! 3. `upload` / `try_upload` / `upload_with` return an [`Upload`] at once;
+//!    poll it, wait on it, give it a callback or `.await` it;
+//! 4. drop the resource (or `release` it): queued uploads are cancelled,
+//!    those in flight land, the staging buffers go back to the pool;
+//! 5. drop the engine: queued uploads are cancelled, in-flight ones land,
+//!    every thread is joined.
+//!
+//! The texture shows its previous contents until an upload has landed: the
+//! GPU copy is one queue submission, ordered against the render thread's.
+//! Callbacks run on the engine's poller thread (or on the caller's, if the
+//! upload had already ended); they must not block on the engine.
+
+mod engine;
+mod error;
+mod future;
+pub mod region;
+mod resource;
+mod stats;
+mod worker;
+
+pub use error::UploadError;
+pub use future::{StageTimes, Upload, UploadOutcome, UploadStatus};
+pub use region::{CopyLayout, SourceLayout, TextureRegion};
+pub use resource::{StagingPolicy, StreamedBuffer, StreamedTexture};
+pub use stats::UploadStats;
+
+use crate::backend::wgpu::{Gpu, buffer_pool};
+use crate::diag::sections::UploadSection;
+use crate::pool::PoolConfig;
+use engine::EngineShared;
+use region::{TextureInfo, staging_pitch};
+use resource::{Kind, ResourceShared, Streamed};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use worker::STAGING_USAGE;
+
+/// Scheduling priority of the transfer workers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Priority {
+    /// Below the render thread: uploads yield the CPU.
+    Low,
+    /// The OS default.
+    #[default]
+    Normal,
+    /// Above normal, where the OS allows it (often it needs privileges).
+    High,
+}
+
+/// How the engine runs. Defaults are starting points, not tuned values.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Transfer worker threads; at least 1. Default 2.
+    pub workers: usize,
+    /// Their priority. Default normal.
+    pub priority: Priority,
+    /// Staging bytes in flight across the engine before uploads wait.
+    /// Default 512 MiB: fifteen 4K RGBA8 frames.
+    pub max_in_flight_bytes: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            workers: 2,
+            priority: Priority::Normal,
+            max_in_flight_bytes: 512 << 20,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Checks every field is in range.
+    pub fn validate(&self) -> Result<(), UploadError> {
+        if self.workers == 0 || self.workers > 64 {
+            return Err(UploadError::InvalidConfig(format!(
+                "workers must be 1 to 64, not {}",
+                self.workers
+            )));
+        }
+        if self.max_in_flight_bytes == 0 {
+            return Err(UploadError::InvalidConfig(
+                "max_in_flight_bytes must be above 0".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The upload engine of one device. Dropping it cancels queued uploads,
+/// lets in-flight ones land, and joins every thread.
+pub struct UploadEngine {
+    shared: Arc<EngineShared>,
+    workers: Vec<JoinHandle<()>>,
+    poller: Option<JoinHandle<()>>,
+    priority: String,
+}
+
+impl UploadEngine {
+    /// Starts an engine on `gpu`.
+    pub fn new(gpu: Arc<Gpu>, config: EngineConfig) -> Result<Self, UploadError> {
+        config.validate()?;
+        let staging = buffer_pool(Arc::clone(&gpu), PoolConfig::named("staging"))?;
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..config.workers)
+            .map(|_| crossbeam_channel::unbounded())
+            .unzip();
+        let shared = Arc::new(EngineShared {
+            gpu,
+            staging,
+            jobs: parking_lot::RwLock::new(Some(senders)),
+            next_worker: AtomicUsize::new(0),
+            completions: crossbeam_channel::unbounded(),
+            outstanding: AtomicUsize::new(0),
+            wake_poller: (parking_lot::Mutex::new(()), parking_lot::Condvar::new()),
+            admission: parking_lot::Mutex::new(engine::Admission::default()),
+            admitted: parking_lot::Condvar::new(),
+            max_in_flight_bytes: config.max_in_flight_bytes,
+            shut_down: AtomicBool::new(false),
+            counters: Default::default(),
+            window: Default::default(),
+            panics: Arc::new(AtomicU64::new(0)),
+            workers_alive: AtomicUsize::new(config.workers),
+        });
+        let (report_tx, report_rx) = crossbeam_channel::bounded(config.workers);
+        let mut workers = Vec::with_capacity(config.workers);
+        for (i, rx) in receivers.into_iter().enumerate() {
+            let (for_worker, report) = (Arc::clone(&shared), report_tx.clone());
+            let priority = config.priority;
+            let spawned = std::thread::Builder::new()
+                .name(format!("stagehand-upload-{i}"))
+                .spawn(move || {
+                    let _ = report.send(set_priority(priority));
+                    worker::run(for_worker, rx)
+                });
+            match spawned {
+                Ok(handle) => workers.push(handle),
+                Err(e) => {
+                    shared
+                        .workers_alive
+                        .fetch_sub(config.workers - i, Ordering::AcqRel);
+                    return Err(UploadError::InvalidConfig(format!(
+                        "could not start a worker: {e}"
+                    )));
+                }
+            }
+        }
+        let poll_shared = Arc::clone(&shared);
+        let poller = std::thread::Builder::new()
+            .name("stagehand-poll".into())
+            .spawn(move || poll_shared.poll_loop())
+            .map_err(|e| UploadError::InvalidConfig(format!("could not start the poller: {e}")))?;
+        let results = (0..workers.len()).map_while(|_| {
+            report_rx
+                .recv_timeout(std::time::Duration::from_secs(5))
+                .ok()
+        });
+        let refused = results.filter_map(Result::err).next();
+        let priority = match refused {
+            Some(e) => format!("{:?} (not applied: {e})", config.priority),
+            None => format!("{:?}", config.priority),
+        };
+        Ok(Self {
+            shared,
+            workers,
+            poller: Some(poller),
+            priority,
+        })
+    }
+
+    /// The engine's staging pool.
+    pub fn staging_pool(&self) -> &crate::backend::wgpu::BufferPool {
+        &self.shared.staging
+    }
+
+    /// Creates a streamed texture. Its ring (if any) is allocated and mapped
+    /// now, sized for one layer of mip 0.
+    pub fn create_texture(
+        &self,
+        desc: &wgpu::TextureDescriptor<'_>,
+        policy: StagingPolicy,
+    ) -> Result<StreamedTexture, UploadError> {
+        check_policy(policy)?;
+        let mut desc = desc.clone();
+        desc.usage |= wgpu::TextureUsages::COPY_DST;
+        let texture = self
+            .shared
+            .gpu
+            .device()
+            .create_texture(&desc)
+            .map_err(|e| UploadError::Create(e.to_string()))?;
+        let info = TextureInfo::of(&texture);
+        let capacity = frame_staging_bytes(&info)?;
+        let ring = self.ring(policy, capacity)?;
+        let kind = Kind::Texture { texture, info };
+        let shared = Arc::new(ResourceShared::new(
+            Arc::clone(&self.shared),
+            kind,
+            policy,
+            capacity,
+            ring,
+            self.next_worker(),
+        ));
+        Ok(StreamedTexture {
+            inner: Streamed { shared },
+        })
+    }
+
+    /// Creates a streamed buffer; its staging buffers hold the whole buffer.
+    pub fn create_buffer(
+        &self,
+        desc: &wgpu::BufferDescriptor<'_>,
+        policy: StagingPolicy,
+    ) -> Result<StreamedBuffer, UploadError> {
+        check_policy(policy)?;
+        let mut desc = desc.clone();
+        desc.usage |= wgpu::BufferUsages::COPY_DST;
+        let buffer = self
+            .shared
+            .gpu
+            .device()
+            .create_buffer(&desc)
+            .map_err(|e| UploadError::Create(e.to_string()))?;
+        let capacity = buffer.size();
+        let ring = self.ring(policy, capacity)?;
+        let kind = Kind::Buffer { buffer };
+        let shared = Arc::new(ResourceShared::new(
+            Arc::clone(&self.shared),
+            kind,
+            policy,
+            capacity,
+            ring,
+            self.next_worker(),
+        ));
+        Ok(StreamedBuffer {
+            inner: Streamed { shared },
+        })
+    }
+
+    fn next_worker(&self) -> usize {
+        self.shared.next_worker.fetch_add(1, Ordering::Relaxed) % self.workers.len().max(1)
+    }
+
+    /// Takes a ring's staging buffers from the pool and maps them.
+    fn ring(
+        &self,
+        policy: StagingPolicy,
+        capacity: u64,
+    ) -> Result<Vec<crate::pool::Pooled<crate::backend::wgpu::BufferBackend>>, UploadError> {
+        let StagingPolicy::Ring(n) = policy else {
+            return Ok(Vec::new());
+        };
+        let slots = (0..n)
+            .map(|_| self.shared.staging.take(STAGING_USAGE, capacity))
+            .collect::<Result<Vec<_>, _>>()?;
+        let failed = Arc::new(AtomicBool::new(false));
+        for slot in &slots {
+            let failed = Arc::clone(&failed);
+            slot.slice(..).map_async(wgpu::MapMode::Write, move |r| {
+                if r.is_err() {
+                    failed.store(true, Ordering::Release);
+                }
+            });
+        }
+        let device = self.shared.gpu.device();
+        device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| UploadError::Device(e.to_string()))?;
+        if failed.load(Ordering::Acquire) {
+            return Err(UploadError::Device("could not map a staging buffer".into()));
+        }
+        Ok(slots)
+    }
+
+    /// The engine's numbers now.
+    pub fn stats(&self) -> UploadStats {
+        let c = &self.shared.counters;
+        UploadStats {
+            workers: self.workers.len(),
+            priority: self.priority.clone(),
+            queued: stats::load(&c.queued),
+            active: stats::load(&c.active),
+            completed: stats::load(&c.completed),
+            cancelled: stats::load(&c.cancelled),
+            superseded: stats::load(&c.superseded),
+            failed: stats::load(&c.failed),
+            bytes_uploaded: stats::load(&c.bytes),
+            bandwidth: self.shared.window.lock().rate(),
+            staging_held: self.shared.staging.stats().held,
+            callback_panics: self.shared.panics.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The report section of this engine.
+    pub fn section(&self) -> UploadSection {
+        UploadSection {
+            engine: self.stats(),
+        }
+    }
+
+    /// Gives every idle staging buffer back to the device.
+    pub fn trim_staging(&self) {
+        self.shared.staging.trim();
+    }
+}
+
+impl Drop for UploadEngine {
+    fn drop(&mut self) {
+        self.shared.shut_down.store(true, Ordering::Release);
+        // Closing the queue lets workers drain it (cancelling what is left)
+        // and exit.
+        self.shared.jobs.write().take();
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+        self.shared.wake_poller.1.notify_all();
+        if let Some(poller) = self.poller.take() {
+            let _ = poller.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for UploadEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UploadEngine")
+            .field("workers", &self.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn check_policy(policy: StagingPolicy) -> Result<(), UploadError> {
+    match policy {
+        StagingPolicy::Ring(0) | StagingPolicy::PerUpload(0) => Err(UploadError::InvalidConfig(
+            "a staging policy needs at least one buffer".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Staging bytes of one layer of mip 0: what each ring slot holds.
+fn frame_staging_bytes(info: &TextureInfo) -> Result<u64, UploadError> {
+    let format = info.format;
+    let block = format
+        .block_copy_size(None)
+        .ok_or(UploadError::UnsupportedFormat(format))?;
+    let (bw, bh) = format.block_dimensions();
+    let row = u64::from(info.size.width.div_ceil(bw)) * u64::from(block);
+    let rows = u64::from(info.size.height.div_ceil(bh));
+    Ok(staging_pitch(row) * rows)
+}
+
+/// Applies `priority` to the calling thread; `Err` says why the OS refused.
+fn set_priority(priority: Priority) -> Result<(), String> {
+    use thread_priority::{ThreadPriority, set_current_thread_priority};
+    let value = match priority {
+        Priority::Normal => return Ok(()),
+        Priority::Low => ThreadPriority::Min,
+        Priority::High => ThreadPriority::Max,
+    };
+    set_current_thread_priority(value).map_err(|e| format!("{e:?}"))
+}

@@ -1,0 +1,376 @@
+//! Transfer workers: take a job, fill a staging buffer, submit the GPU copy,
+//! and arm the callback that ends the upload when the GPU is done.
+
+use super::engine::{Completion, EngineShared, Staging};
+use super::error::UploadError;
+use super::future::{UploadShared, UploadStatus, phase};
+use super::region::CopyLayout;
+use super::resource::{Kind, ResourceShared, StagingPolicy};
+use super::stats::Counters;
+use crate::backend::wgpu::{BufferBackend, scoped_call};
+use crate::pool::Pooled;
+use bytes::Bytes;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// Usage of every staging buffer.
+pub(crate) const STAGING_USAGE: wgpu::BufferUsages =
+    wgpu::BufferUsages::MAP_WRITE.union(wgpu::BufferUsages::COPY_SRC);
+
+/// Writes texels straight into mapped staging memory.
+pub(crate) type Fill = Box<dyn FnOnce(wgpu::WriteOnly<'_, [u8]>, &CopyLayout) + Send>;
+
+/// Where the data comes from.
+pub(crate) enum Source {
+    /// Shared immutable bytes; the caller cannot change them under us.
+    Bytes(Bytes),
+    /// A closure that writes the data in place on the worker.
+    Fill(Fill),
+}
+
+/// Where the data goes.
+pub(crate) enum Target {
+    Texture(CopyLayout),
+    Buffer { offset: u64, len: u64 },
+}
+
+impl Target {
+    pub fn data_bytes(&self) -> u64 {
+        match self {
+            Self::Texture(l) => l.data_bytes(),
+            Self::Buffer { len, .. } => *len,
+        }
+    }
+
+    pub fn staging_bytes(&self) -> u64 {
+        match self {
+            Self::Texture(l) => l.staging_bytes(),
+            Self::Buffer { len, .. } => *len,
+        }
+    }
+}
+
+/// One admitted upload.
+pub(crate) struct Job {
+    pub resource: Arc<ResourceShared>,
+    pub upload: Arc<UploadShared>,
+    pub target: Target,
+    pub source: Source,
+    /// Staging bytes held of the engine's bound.
+    pub admitted: u64,
+    /// Bytes of data the upload moves.
+    pub data_bytes: u64,
+}
+
+/// A worker's loop: runs jobs until the queue is closed and drained.
+pub(crate) fn run(engine: Arc<EngineShared>, jobs: crossbeam_channel::Receiver<Job>) {
+    struct Alive<'a>(&'a EngineShared);
+    impl Drop for Alive<'_> {
+        // Runs even if a job panics in our own code, so shutdown never waits
+        // for a worker that is gone.
+        fn drop(&mut self) {
+            self.0.workers_alive.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+    let _alive = Alive(&engine);
+    for job in jobs.iter() {
+        process(job);
+    }
+}
+
+fn process(mut job: Job) {
+    let engine = Arc::clone(&job.resource.engine);
+    if engine.shut_down.load(Ordering::Acquire) {
+        if job.upload.advance(phase::QUEUED, phase::ENDED) {
+            Counters::drop_one(&engine.counters.queued);
+            engine.end_early(
+                &job.resource,
+                &job.upload,
+                job.admitted,
+                UploadStatus::Cancelled,
+            );
+        }
+        return;
+    }
+    if !job.upload.advance(phase::QUEUED, phase::STARTED) {
+        return; // cancelled or superseded while queued; already ended
+    }
+    job.resource.started(&job.upload);
+    Counters::drop_one(&engine.counters.queued);
+    Counters::bump(&engine.counters.active);
+    job.upload.stamp(|t| t.copy_started = Some(Instant::now()));
+    let source = std::mem::replace(&mut job.source, Source::Bytes(Bytes::new()));
+    if let Err((status, staging)) = stage_and_submit(&engine, &job, source) {
+        Counters::drop_one(&engine.counters.active);
+        give_back(&job.resource, staging);
+        engine.end_early(&job.resource, &job.upload, job.admitted, status);
+    }
+}
+
+/// A staging buffer that did not reach the GPU, going back where it came from.
+fn give_back(resource: &ResourceShared, staging: Option<Staging>) {
+    match staging {
+        Some(Staging::Ring(slot)) => resource.ring_return(slot),
+        Some(Staging::Once(buffer)) => drop(buffer),
+        Some(Staging::None) | None => {}
+    }
+}
+
+type Failure = (UploadStatus, Option<Staging>);
+
+fn failed(e: UploadError) -> UploadStatus {
+    UploadStatus::Failed(e)
+}
+
+fn stage_and_submit(engine: &Arc<EngineShared>, job: &Job, source: Source) -> Result<(), Failure> {
+    let resource = &job.resource;
+    let bytes = job.target.staging_bytes();
+    let staging = match resource.policy {
+        StagingPolicy::Ring(_) => Staging::Ring(
+            resource
+                .ring_take()
+                .ok_or((UploadStatus::Cancelled, None))?,
+        ),
+        _ => Staging::Once(take_mapped(engine, bytes).map_err(|e| (failed(e), None))?),
+    };
+    let buffer = match &staging {
+        Staging::Ring(b) | Staging::Once(b) => (***b).clone(),
+        Staging::None => unreachable!("workers always stage"),
+    };
+    let wrote = match (source, &job.target) {
+        (Source::Bytes(data), target) => write_bytes(&buffer, target, &data),
+        (Source::Fill(fill), Target::Texture(layout)) => run_fill(&buffer, layout, fill),
+        (Source::Fill(_), Target::Buffer { .. }) => {
+            Err(UploadError::Device("fill in place is for textures".into()))
+        }
+    };
+    if let Err(e) = wrote {
+        return Err((failed(e), Some(staging)));
+    }
+    finish_and_submit(engine, job, buffer, staging)
+}
+
+/// Runs the caller's fill closure on the mapped staging memory. A panic in
+/// it fails this upload and leaves the worker running.
+pub(crate) fn run_fill(
+    buffer: &wgpu::Buffer,
+    layout: &CopyLayout,
+    fill: Fill,
+) -> Result<(), UploadError> {
+    let mut view = buffer
+        .slice(..layout.staging_bytes())
+        .get_mapped_range_mut()
+        .map_err(|e| UploadError::Device(e.to_string()))?;
+    let target = view.slice(..);
+    catch_unwind(AssertUnwindSafe(|| fill(target, layout)))
+        .map_err(|_| UploadError::Device("the fill closure panicked".into()))
+}
+
+fn finish_and_submit(
+    engine: &Arc<EngineShared>,
+    job: &Job,
+    buffer: wgpu::Buffer,
+    staging: Staging,
+) -> Result<(), Failure> {
+    job.upload.stamp(|t| t.copy_ended = Some(Instant::now()));
+    if job.upload.cancel_requested.load(Ordering::Acquire) {
+        return Err((UploadStatus::Cancelled, Some(staging)));
+    }
+    let advanced = job.upload.advance(phase::STARTED, phase::SUBMITTED);
+    debug_assert!(advanced, "only this worker moves a started upload");
+    buffer.unmap();
+    let submitted = submit_copy(engine, &job.resource, &buffer, &job.target);
+    job.upload.stamp(|t| t.submitted = Some(Instant::now()));
+    arm(engine, job, staging, submitted.err());
+    Ok(())
+}
+
+/// Writes `data` into mapped staging, re-pitching rows to the copy alignment.
+fn write_bytes(buffer: &wgpu::Buffer, target: &Target, data: &[u8]) -> Result<(), UploadError> {
+    let map_err = |e: wgpu::MapRangeError| UploadError::Device(e.to_string());
+    match target {
+        Target::Buffer { len, .. } => {
+            let mut view = buffer
+                .slice(..*len)
+                .get_mapped_range_mut()
+                .map_err(map_err)?;
+            view.copy_from_slice(data);
+        }
+        Target::Texture(l) => {
+            let mut view = buffer
+                .slice(..l.staging_bytes())
+                .get_mapped_range_mut()
+                .map_err(map_err)?;
+            if l.src_pitch == l.staging_pitch {
+                view.slice(..data.len()).copy_from_slice(data);
+                return Ok(());
+            }
+            let row = l.row_bytes as usize;
+            for layer in 0..l.layers {
+                for r in 0..l.rows {
+                    let (src, dst) = (
+                        l.src_offset(layer, r) as usize,
+                        l.staging_offset(layer, r) as usize,
+                    );
+                    view.slice(dst..dst + row)
+                        .copy_from_slice(&data[src..src + row]);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn submit_copy(
+    engine: &EngineShared,
+    resource: &ResourceShared,
+    staging: &wgpu::Buffer,
+    target: &Target,
+) -> Result<(), String> {
+    let device = engine.gpu.device();
+    let mut encoder = device
+        .create_command_encoder(&Default::default())
+        .map_err(|e| e.to_string())?;
+    match (&resource.kind, target) {
+        (Kind::Texture { texture, .. }, Target::Texture(l)) => {
+            let src = wgpu::TexelCopyBufferInfo {
+                buffer: staging,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(l.staging_pitch as u32),
+                    rows_per_image: Some(l.rows as u32),
+                },
+            };
+            let dst = wgpu::TexelCopyTextureInfo {
+                texture,
+                mip_level: l.region.mip_level,
+                origin: l.region.origin,
+                aspect: wgpu::TextureAspect::All,
+            };
+            encoder.copy_buffer_to_texture(src, dst, l.region.size);
+        }
+        (Kind::Buffer { buffer }, Target::Buffer { offset, len }) => {
+            encoder.copy_buffer_to_buffer(staging, 0, buffer, *offset, *len);
+        }
+        _ => return Err("target does not match the resource".into()),
+    }
+    let commands = encoder.finish().map_err(|e| e.to_string())?;
+    engine
+        .gpu
+        .queue()
+        .submit([commands])
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// Arms the callback that ends the upload once the GPU is done with it: for
+/// a ring slot, mapping it again (which waits for the copy); otherwise the
+/// queue's work-done callback.
+fn arm(engine: &Arc<EngineShared>, job: &Job, staging: Staging, error: Option<String>) {
+    let tx = engine.completions.0.clone();
+    let done_engine = Arc::clone(engine);
+    let (resource, upload, admitted, data_bytes) = (
+        Arc::clone(&job.resource),
+        Arc::clone(&job.upload),
+        job.admitted,
+        job.data_bytes,
+    );
+    engine.arm();
+    let send = move |staging: Staging, result: Result<(), String>| {
+        let result = match error {
+            Some(e) => Err(e),
+            None => result,
+        };
+        let _ = tx.send(Completion {
+            resource,
+            upload,
+            admitted,
+            data_bytes,
+            staging,
+            result,
+        });
+        done_engine.outstanding.fetch_sub(1, Ordering::AcqRel);
+    };
+    match staging {
+        Staging::Ring(slot) => {
+            let buffer: wgpu::Buffer = (**slot).clone();
+            buffer
+                .slice(..)
+                .map_async(wgpu::MapMode::Write, move |r| match r {
+                    Ok(()) => send(Staging::Ring(slot), Ok(())),
+                    // A slot that cannot be mapped cannot be used again.
+                    Err(e) => send(Staging::Once(slot), Err(e.to_string())),
+                });
+        }
+        other => engine
+            .gpu
+            .queue()
+            .on_submitted_work_done(move || send(other, Ok(()))),
+    }
+}
+
+/// A per-upload staging buffer from the pool, mapped for writing.
+fn take_mapped(
+    engine: &Arc<EngineShared>,
+    bytes: u64,
+) -> Result<Pooled<BufferBackend>, UploadError> {
+    let buffer = engine.staging.take(STAGING_USAGE, bytes)?;
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let done = Arc::clone(engine);
+    engine.arm();
+    buffer.slice(..).map_async(wgpu::MapMode::Write, move |r| {
+        let _ = tx.send(r.map_err(|e| e.to_string()));
+        done.outstanding.fetch_sub(1, Ordering::AcqRel);
+    });
+    match rx.recv() {
+        Ok(Ok(())) => Ok(buffer),
+        Ok(Err(e)) => Err(UploadError::Device(e)),
+        Err(_) => Err(UploadError::Device("the map callback was dropped".into())),
+    }
+}
+
+/// An upload on the caller's thread through the queue's own write.
+pub(crate) fn run_synchronous(job: Job) {
+    let engine = Arc::clone(&job.resource.engine);
+    if !job.upload.advance(phase::QUEUED, phase::STARTED) {
+        return;
+    }
+    job.resource.started(&job.upload);
+    Counters::drop_one(&engine.counters.queued);
+    Counters::bump(&engine.counters.active);
+    job.upload.stamp(|t| t.copy_started = Some(Instant::now()));
+    let data = match &job.source {
+        Source::Bytes(b) => b.clone(),
+        Source::Fill(_) => Bytes::new(),
+    };
+    let queue = engine.gpu.queue();
+    let wrote = scoped_call(engine.gpu.device(), || {
+        match (&job.resource.kind, &job.target) {
+            (Kind::Texture { texture, .. }, Target::Texture(l)) => {
+                let dst = wgpu::TexelCopyTextureInfo {
+                    texture,
+                    mip_level: l.region.mip_level,
+                    origin: l.region.origin,
+                    aspect: wgpu::TextureAspect::All,
+                };
+                let layout = wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(l.src_pitch as u32),
+                    rows_per_image: Some(l.rows as u32),
+                };
+                queue.write_texture(dst, &data, layout, l.region.size);
+            }
+            (Kind::Buffer { buffer }, Target::Buffer { offset, .. }) => {
+                queue.write_buffer(buffer, *offset, &data)
+            }
+            _ => {}
+        }
+    });
+    job.upload.stamp(|t| t.copy_ended = Some(Instant::now()));
+    job.upload.advance(phase::STARTED, phase::SUBMITTED);
+    let submitted = wrote.and_then(|()| queue.submit([]).map(drop).map_err(|e| e.to_string()));
+    job.upload.stamp(|t| t.submitted = Some(Instant::now()));
+    arm(&engine, &job, Staging::None, submitted.err());
+}
