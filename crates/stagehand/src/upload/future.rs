@@ -232,21 +232,38 @@ impl Upload {
         }
     }
 
-    /// Cancels it if it has not been submitted yet. Returns whether it was;
-    /// once submitted, an upload lands.
-    pub fn cancel(&self) -> bool {
+    /// Cancels it if it has not been submitted yet, without waiting.
+    ///
+    /// A queued upload ends at once ([`Cancel::Cancelled`]). One a worker has
+    /// started is cancelled before it is submitted ([`Cancel::Requested`]:
+    /// its outcome says `Cancelled`). One already submitted lands
+    /// ([`Cancel::TooLate`]).
+    pub fn cancel(&self) -> Cancel {
         if self.shared.advance(phase::QUEUED, phase::ENDED) {
             (self.on_cancel)();
             self.shared.resolve(UploadStatus::Cancelled);
-            return true;
+            return Cancel::Cancelled;
         }
         if self.shared.phase.load(Ordering::Acquire) == phase::STARTED {
             self.shared.cancel_requested.store(true, Ordering::Release);
-            // The worker sees the request before it submits, or has submitted.
-            return self.wait().status == UploadStatus::Cancelled;
+            // The worker checks the request after filling staging, just
+            // before submitting; if it got there first, the upload lands.
+            return Cancel::Requested;
         }
-        false
+        Cancel::TooLate
     }
+}
+
+/// What [`Upload::cancel`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cancel {
+    /// It was queued and has ended, cancelled.
+    Cancelled,
+    /// It had started; it will end cancelled unless it was already being
+    /// submitted. Its outcome tells.
+    Requested,
+    /// It was submitted or had ended; nothing changed.
+    TooLate,
 }
 
 impl Future for Upload {

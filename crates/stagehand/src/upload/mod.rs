@@ -27,7 +27,7 @@ mod stats;
 mod worker;
 
 pub use error::UploadError;
-pub use future::{StageTimes, Upload, UploadOutcome, UploadStatus};
+pub use future::{Cancel, StageTimes, Upload, UploadOutcome, UploadStatus};
 pub use region::{CopyLayout, SourceLayout, TextureRegion};
 pub use resource::{StagingPolicy, StreamedBuffer, StreamedTexture};
 pub use stats::UploadStats;

@@ -177,7 +177,8 @@ pub fn check_texture(
     // Compressed regions cover whole blocks, except where they reach the
     // level's edge (a 2x2 level of a 4x4-block format is one block).
     let whole = |origin: u32, end: u64, extent: u32, block: u32| {
-        origin % block == 0 && (end % u64::from(block) == 0 || end == u64::from(extent))
+        origin.is_multiple_of(block)
+            && (end.is_multiple_of(u64::from(block)) || end == u64::from(extent))
     };
     if end_x > u64::from(w)
         || end_y > u64::from(h)
@@ -221,7 +222,7 @@ pub fn check_buffer(size: u64, offset: u64, len: u64) -> Result<(), UploadError>
     if len == 0 {
         return Err(UploadError::ZeroSized);
     }
-    if offset % COPY_BUFFER_ALIGNMENT != 0 || len % COPY_BUFFER_ALIGNMENT != 0 {
+    if !offset.is_multiple_of(COPY_BUFFER_ALIGNMENT) || !len.is_multiple_of(COPY_BUFFER_ALIGNMENT) {
         return Err(UploadError::Unaligned { offset, len });
     }
     if offset.checked_add(len).is_none_or(|end| end > size) {

@@ -351,6 +351,14 @@ impl Streamed {
         }
         shared.wait_idle();
         shared.ring.lock().clear();
+        // A worker or the poller may still hold the resource for an instant
+        // after its last upload ended (a finished job, a completion being
+        // dropped). Wait for them, so that dropping this handle frees the
+        // texture or buffer at once and the counts say so.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while Arc::strong_count(shared) > 1 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(50));
+        }
     }
 }
 

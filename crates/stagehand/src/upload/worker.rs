@@ -102,7 +102,8 @@ fn process(mut job: Job) {
     Counters::bump(&engine.counters.active);
     job.upload.stamp(|t| t.copy_started = Some(Instant::now()));
     let source = std::mem::replace(&mut job.source, Source::Bytes(Bytes::new()));
-    if let Err((status, staging)) = stage_and_submit(&engine, &job, source) {
+    if let Err(failure) = stage_and_submit(&engine, &job, source) {
+        let (status, staging) = *failure;
         Counters::drop_one(&engine.counters.active);
         give_back(&job.resource, staging);
         engine.end_early(&job.resource, &job.upload, job.admitted, status);
@@ -118,7 +119,9 @@ fn give_back(resource: &ResourceShared, staging: Option<Staging>) {
     }
 }
 
-type Failure = (UploadStatus, Option<Staging>);
+/// How an upload that never reached the GPU ends, and its staging buffer.
+/// Boxed: failures are rare and the pair is large.
+type Failure = Box<(UploadStatus, Option<Staging>)>;
 
 fn failed(e: UploadError) -> UploadStatus {
     UploadStatus::Failed(e)
@@ -133,7 +136,7 @@ fn stage_and_submit(engine: &Arc<EngineShared>, job: &Job, source: Source) -> Re
                 .ring_take()
                 .ok_or((UploadStatus::Cancelled, None))?,
         ),
-        _ => Staging::Once(take_mapped(engine, bytes).map_err(|e| (failed(e), None))?),
+        _ => Staging::Once(take_mapped(engine, bytes).map_err(|e| Box::new((failed(e), None)))?),
     };
     let buffer = match &staging {
         Staging::Ring(b) | Staging::Once(b) => (***b).clone(),
@@ -147,7 +150,7 @@ fn stage_and_submit(engine: &Arc<EngineShared>, job: &Job, source: Source) -> Re
         }
     };
     if let Err(e) = wrote {
-        return Err((failed(e), Some(staging)));
+        return Err(Box::new((failed(e), Some(staging))));
     }
     finish_and_submit(engine, job, buffer, staging)
 }
@@ -176,7 +179,7 @@ fn finish_and_submit(
 ) -> Result<(), Failure> {
     job.upload.stamp(|t| t.copy_ended = Some(Instant::now()));
     if job.upload.cancel_requested.load(Ordering::Acquire) {
-        return Err((UploadStatus::Cancelled, Some(staging)));
+        return Err(Box::new((UploadStatus::Cancelled, Some(staging))));
     }
     let advanced = job.upload.advance(phase::STARTED, phase::SUBMITTED);
     debug_assert!(advanced, "only this worker moves a started upload");
