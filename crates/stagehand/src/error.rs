@@ -122,6 +122,10 @@ pub enum Error {
     #[error(transparent)]
     Pool(crate::pool::PoolError),
 
+    /// An upload was refused or failed; see [`UploadError`](crate::upload::UploadError).
+    #[error(transparent)]
+    Upload(crate::upload::UploadError),
+
     /// The device ran out of memory. Recover by freeing memory (drop or trim
     /// cached objects) or asking for less.
     #[error("out of GPU memory creating {kind}{label} ({bytes} bytes)")]

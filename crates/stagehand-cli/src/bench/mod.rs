@@ -6,6 +6,7 @@
 mod pool;
 mod stats;
 mod tracking;
+mod upload;
 
 use clap::{Args, ValueEnum};
 
@@ -23,6 +24,9 @@ pub struct BenchArgs {
     /// Operations per round.
     #[arg(long, default_value_t = 2000)]
     ops: usize,
+    /// Frames per run of the upload benchmark.
+    #[arg(long, default_value_t = 200)]
+    frames: usize,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -32,6 +36,9 @@ enum Which {
     Tracking,
     /// Pooled take + drop against create + drop, per size; then 1, 2, 4 threads.
     Pool,
+    /// 4K frames streamed by write_texture, StagingBelt, a naive thread and
+    /// stagehand, at an unlimited rate and at 60 fps.
+    Upload,
 }
 
 /// Runs the chosen benchmark and prints its table.
@@ -45,5 +52,6 @@ pub fn run(args: &BenchArgs) -> stagehand::Result<()> {
     match args.which {
         Which::Tracking => tracking::run(&gpu, args.rounds, args.ops),
         Which::Pool => pool::run(gpu, args.rounds, args.ops),
+        Which::Upload => upload::run(gpu, args.frames),
     }
 }

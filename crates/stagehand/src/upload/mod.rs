@@ -30,6 +30,7 @@ pub use error::UploadError;
 pub use future::{Cancel, StageTimes, Upload, UploadOutcome, UploadStatus};
 pub use region::{CopyLayout, SourceLayout, TextureRegion};
 pub use resource::{StagingPolicy, StreamedBuffer, StreamedTexture};
+
 pub use stats::UploadStats;
 
 use crate::backend::wgpu::{Gpu, buffer_pool};
@@ -53,6 +54,22 @@ pub enum Priority {
     Normal,
     /// Above normal, where the OS allows it (often it needs privileges).
     High,
+}
+
+/// How a streamed texture is uploaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// Where uploads are staged.
+    pub policy: StagingPolicy,
+    /// Split each single-layer copy into submissions of at most this many
+    /// rows (of blocks). On adapters that run copies on the CPU under the
+    /// queue's lock (lavapipe, llvmpipe), a whole 4K frame holds that lock
+    /// for milliseconds and the render thread's own submit waits behind it;
+    /// strips bound that wait. The price: between strips the texture holds
+    /// part of the new frame, so use it only for textures that are not being
+    /// shown while they fill (the slots of a frame queue). `None`: one
+    /// submission per upload.
+    pub rows_per_submit: Option<u32>,
 }
 
 /// How the engine runs. Defaults are starting points, not tuned values.
@@ -181,13 +198,35 @@ impl UploadEngine {
     }
 
     /// Creates a streamed texture. Its ring (if any) is allocated and mapped
-    /// now, sized for one layer of mip 0.
+    /// now, sized for one layer of mip 0. Each upload lands in one
+    /// submission, so the texture never shows half of one.
     pub fn create_texture(
         &self,
         desc: &wgpu::TextureDescriptor<'_>,
         policy: StagingPolicy,
     ) -> Result<StreamedTexture, UploadError> {
+        self.create_texture_with(
+            desc,
+            StreamOptions {
+                policy,
+                rows_per_submit: None,
+            },
+        )
+    }
+
+    /// Creates a streamed texture with more options.
+    pub fn create_texture_with(
+        &self,
+        desc: &wgpu::TextureDescriptor<'_>,
+        options: StreamOptions,
+    ) -> Result<StreamedTexture, UploadError> {
+        let policy = options.policy;
         check_policy(policy)?;
+        if options.rows_per_submit == Some(0) {
+            return Err(UploadError::InvalidConfig(
+                "rows_per_submit must be at least 1".into(),
+            ));
+        }
         let mut desc = desc.clone();
         desc.usage |= wgpu::TextureUsages::COPY_DST;
         let texture = self
@@ -207,6 +246,7 @@ impl UploadEngine {
             capacity,
             ring,
             self.next_worker(),
+            options.rows_per_submit,
         ));
         Ok(StreamedTexture {
             inner: Streamed { shared },
@@ -238,6 +278,7 @@ impl UploadEngine {
             capacity,
             ring,
             self.next_worker(),
+            None,
         ));
         Ok(StreamedBuffer {
             inner: Streamed { shared },

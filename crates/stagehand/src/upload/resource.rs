@@ -80,6 +80,8 @@ pub(crate) struct ResourceShared {
     released: AtomicBool,
     /// The worker whose queue this resource's uploads go to.
     worker: usize,
+    /// Split texture copies into submissions of at most this many rows.
+    pub rows_per_submit: Option<u32>,
 }
 
 impl ResourceShared {
@@ -90,6 +92,7 @@ impl ResourceShared {
         staging_capacity: u64,
         ring: Vec<Pooled<BufferBackend>>,
         worker: usize,
+        rows_per_submit: Option<u32>,
     ) -> Self {
         Self {
             engine,
@@ -102,6 +105,7 @@ impl ResourceShared {
             ended: Condvar::new(),
             released: AtomicBool::new(false),
             worker,
+            rows_per_submit,
         }
     }
 

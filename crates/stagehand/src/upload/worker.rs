@@ -232,33 +232,82 @@ fn submit_copy(
     staging: &wgpu::Buffer,
     target: &Target,
 ) -> Result<(), String> {
+    match (&resource.kind, target) {
+        (Kind::Texture { texture, .. }, Target::Texture(l)) => {
+            for strip in strips(l, resource.rows_per_submit) {
+                submit_one(engine, |encoder| {
+                    copy_strip(encoder, staging, texture, l, strip)
+                })?;
+            }
+            Ok(())
+        }
+        (Kind::Buffer { buffer }, Target::Buffer { offset, len }) => submit_one(engine, |e| {
+            e.copy_buffer_to_buffer(staging, 0, buffer, *offset, *len)
+        }),
+        _ => Err("target does not match the resource".into()),
+    }
+}
+
+/// The row ranges (in rows of blocks) a texture copy is split into: one
+/// range unless the resource asked for strips and the copy is one layer.
+fn strips(l: &CopyLayout, rows_per_submit: Option<u32>) -> Vec<std::ops::Range<u64>> {
+    match rows_per_submit {
+        Some(n) if l.layers == 1 && u64::from(n) < l.rows => {
+            let n = u64::from(n.max(1));
+            (0..l.rows)
+                .step_by(n as usize)
+                .map(|start| start..(start + n).min(l.rows))
+                .collect()
+        }
+        _ => vec![0..l.rows],
+    }
+}
+
+fn copy_strip(
+    encoder: &mut wgpu::CommandEncoder,
+    staging: &wgpu::Buffer,
+    texture: &wgpu::Texture,
+    l: &CopyLayout,
+    rows: std::ops::Range<u64>,
+) {
+    let (_, bh) = texture.format().block_dimensions();
+    let region = l.region;
+    let top = rows.start as u32 * bh;
+    let height = (rows.end as u32 * bh).min(region.size.height) - top;
+    let src = wgpu::TexelCopyBufferInfo {
+        buffer: staging,
+        layout: wgpu::TexelCopyBufferLayout {
+            offset: l.staging_offset(0, rows.start),
+            bytes_per_row: Some(l.staging_pitch as u32),
+            rows_per_image: Some((rows.end - rows.start) as u32),
+        },
+    };
+    let origin = wgpu::Origin3d {
+        y: region.origin.y + top,
+        ..region.origin
+    };
+    let dst = wgpu::TexelCopyTextureInfo {
+        texture,
+        mip_level: region.mip_level,
+        origin,
+        aspect: wgpu::TextureAspect::All,
+    };
+    let size = wgpu::Extent3d {
+        height,
+        ..region.size
+    };
+    encoder.copy_buffer_to_texture(src, dst, size);
+}
+
+fn submit_one(
+    engine: &EngineShared,
+    record: impl FnOnce(&mut wgpu::CommandEncoder),
+) -> Result<(), String> {
     let device = engine.gpu.device();
     let mut encoder = device
         .create_command_encoder(&Default::default())
         .map_err(|e| e.to_string())?;
-    match (&resource.kind, target) {
-        (Kind::Texture { texture, .. }, Target::Texture(l)) => {
-            let src = wgpu::TexelCopyBufferInfo {
-                buffer: staging,
-                layout: wgpu::TexelCopyBufferLayout {
-                    offset: 0,
-                    bytes_per_row: Some(l.staging_pitch as u32),
-                    rows_per_image: Some(l.rows as u32),
-                },
-            };
-            let dst = wgpu::TexelCopyTextureInfo {
-                texture,
-                mip_level: l.region.mip_level,
-                origin: l.region.origin,
-                aspect: wgpu::TextureAspect::All,
-            };
-            encoder.copy_buffer_to_texture(src, dst, l.region.size);
-        }
-        (Kind::Buffer { buffer }, Target::Buffer { offset, len }) => {
-            encoder.copy_buffer_to_buffer(staging, 0, buffer, *offset, *len);
-        }
-        _ => return Err("target does not match the resource".into()),
-    }
+    record(&mut encoder);
     let commands = encoder.finish().map_err(|e| e.to_string())?;
     engine
         .gpu

@@ -1,0 +1,436 @@
+//! Streaming 4K RGBA8 frames to a texture: the render thread's view.
+//!
+//! Each variant runs the same render loop: every frame it hands the next
+//! frame to its uploader and submits a small render pass, and we time how
+//! long those calls block the render thread. `write_texture` and
+//! `StagingBelt` copy on the render thread; the naive thread and stagehand
+//! copy elsewhere and never wait (a frame that cannot be handed over yet is
+//! retried next frame, and the texture keeps the previous one). Throughput
+//! counts only frames that landed.
+
+use super::stats::median;
+use bytes::Bytes;
+use stagehand::Gpu;
+use stagehand::upload::{
+    EngineConfig, Priority, StagingPolicy, StreamOptions, UploadEngine, UploadError,
+};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wgpu::util::StagingBelt;
+
+const W: u32 = 3840;
+const H: u32 = 2160;
+const FRAME: usize = (W * H * 4) as usize;
+const PITCH: u32 = W * 4; // already a multiple of 256
+/// Rows per submission in the strip variants: 17 strips of 2 MB per frame.
+const STRIP: u32 = 128;
+
+/// What one variant measured.
+struct Run {
+    blocked: Vec<f64>,
+    landed: usize,
+    seconds: f64,
+}
+
+impl Run {
+    fn row(mut self, name: &str) {
+        let n = self.blocked.len();
+        let p99 = {
+            self.blocked.sort_by(f64::total_cmp);
+            self.blocked[((n * 99) / 100).min(n - 1)]
+        };
+        let max = self.blocked.iter().copied().fold(0.0, f64::max);
+        let p50 = median(&mut self.blocked);
+        let gbps = (self.landed * FRAME) as f64 / self.seconds / 1e9;
+        println!(
+            "{name:>22}  {p50:>9.3}  {p99:>9.3}  {max:>9.3}  {:>7}  {gbps:>8.2}",
+            self.landed
+        );
+    }
+}
+
+fn texture(gpu: &Gpu) -> stagehand::Tracked<wgpu::Texture> {
+    let desc = frame_desc();
+    gpu.device().create_texture(&desc).expect("a 4K texture")
+}
+
+fn frame_desc() -> wgpu::TextureDescriptor<'static> {
+    wgpu::TextureDescriptor {
+        label: Some("bench frame"),
+        size: wgpu::Extent3d {
+            width: W,
+            height: H,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: wgpu::TextureFormat::Rgba8Unorm,
+        usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST,
+        view_formats: &[],
+    }
+}
+
+/// The render thread's own work each frame: a small clear pass, submitted.
+struct Render {
+    target: stagehand::Tracked<wgpu::TextureView>,
+    _texture: stagehand::Tracked<wgpu::Texture>,
+}
+
+impl Render {
+    fn new(gpu: &Gpu) -> Self {
+        let mut desc = frame_desc();
+        desc.size = wgpu::Extent3d {
+            width: 256,
+            height: 256,
+            depth_or_array_layers: 1,
+        };
+        desc.usage = wgpu::TextureUsages::RENDER_ATTACHMENT;
+        let texture = gpu.device().create_texture(&desc).expect("target");
+        let target = gpu
+            .device()
+            .create_texture_view(&texture, &Default::default())
+            .expect("view");
+        Self {
+            target,
+            _texture: texture,
+        }
+    }
+
+    fn pass(&self, encoder: &mut wgpu::CommandEncoder) {
+        let attachment = wgpu::RenderPassColorAttachment {
+            view: &self.target,
+            depth_slice: None,
+            resolve_target: None,
+            ops: wgpu::Operations {
+                load: wgpu::LoadOp::Clear(wgpu::Color::BLACK),
+                store: wgpu::StoreOp::Store,
+            },
+        };
+        let desc = wgpu::RenderPassDescriptor {
+            color_attachments: &[Some(attachment)],
+            ..Default::default()
+        };
+        drop(encoder.begin_render_pass(&desc));
+    }
+
+    fn submit(&self, gpu: &Gpu, extra: impl FnOnce(&mut wgpu::CommandEncoder)) {
+        let raw: &wgpu::Device = gpu.device();
+        let mut encoder = raw.create_command_encoder(&Default::default());
+        extra(&mut encoder);
+        self.pass(&mut encoder);
+        let queue: &wgpu::Queue = gpu.queue();
+        queue.submit([encoder.finish()]);
+    }
+}
+
+/// Whether a background variant's loop goes on: at a fixed rate, for `n`
+/// frames; flat out, until `n` frames have landed (or two minutes pass).
+fn more(i: usize, n: usize, fps: Option<f64>, landed: usize, start: Instant) -> bool {
+    match fps {
+        Some(_) => i < n,
+        None => landed < n && start.elapsed() < Duration::from_secs(120),
+    }
+}
+
+/// Paces the loop: `None` runs flat out.
+fn pace(start: Instant, frame: usize, fps: Option<f64>) {
+    if let Some(fps) = fps {
+        let due = start + Duration::from_secs_f64(frame as f64 / fps);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+fn wait_idle(gpu: &Gpu) {
+    let _ = gpu.device().poll(wgpu::PollType::wait_indefinitely());
+}
+
+fn write_texture(gpu: &Gpu, frames: &[Bytes], n: usize, fps: Option<f64>) -> Run {
+    let (tex, render) = (texture(gpu), Render::new(gpu));
+    let mut blocked = Vec::with_capacity(n);
+    let start = Instant::now();
+    for i in 0..n {
+        pace(start, i, fps);
+        let t = Instant::now();
+        let dst = wgpu::TexelCopyTextureInfo {
+            texture: &tex,
+            mip_level: 0,
+            origin: wgpu::Origin3d::ZERO,
+            aspect: wgpu::TextureAspect::All,
+        };
+        let layout = wgpu::TexelCopyBufferLayout {
+            offset: 0,
+            bytes_per_row: Some(PITCH),
+            rows_per_image: Some(H),
+        };
+        gpu.queue()
+            .write_texture(dst, &frames[i % frames.len()], layout, frame_desc().size);
+        render.submit(gpu, |_| {});
+        blocked.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    wait_idle(gpu);
+    Run {
+        blocked,
+        landed: n,
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+fn staging_belt(gpu: &Gpu, frames: &[Bytes], n: usize, fps: Option<f64>) -> Run {
+    let (tex, render) = (texture(gpu), Render::new(gpu));
+    let raw: &wgpu::Device = gpu.device();
+    let mut belt = StagingBelt::new(raw.clone(), FRAME as u64);
+    let mut blocked = Vec::with_capacity(n);
+    let start = Instant::now();
+    for i in 0..n {
+        pace(start, i, fps);
+        let t = Instant::now();
+        render.submit(gpu, |encoder| {
+            let size = wgpu::BufferSize::new(FRAME as u64).expect("non-zero");
+            let align = wgpu::BufferSize::new(256).expect("non-zero");
+            let slice = belt.allocate(size, align);
+            let (buffer, offset) = (slice.buffer().clone(), slice.offset());
+            slice
+                .get_mapped_range_mut()
+                .expect("mapped")
+                .copy_from_slice(&frames[i % frames.len()]);
+            let src = wgpu::TexelCopyBufferInfo {
+                buffer: &buffer,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset,
+                    bytes_per_row: Some(PITCH),
+                    rows_per_image: Some(H),
+                },
+            };
+            let dst = wgpu::TexelCopyTextureInfo {
+                texture: &tex,
+                mip_level: 0,
+                origin: wgpu::Origin3d::ZERO,
+                aspect: wgpu::TextureAspect::All,
+            };
+            encoder.copy_buffer_to_texture(src, dst, frame_desc().size);
+            belt.finish();
+        });
+        belt.recall();
+        let _ = raw.poll(wgpu::PollType::Poll);
+        blocked.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    wait_idle(gpu);
+    Run {
+        blocked,
+        landed: n,
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+/// The hand-written background thread: two staging buffers, a blocking
+/// wait for the next to map, the copy submitted from the thread.
+fn naive_thread(gpu: &Arc<Gpu>, frames: &[Bytes], n: usize, fps: Option<f64>) -> Run {
+    let (tex, render) = (texture(gpu), Render::new(gpu));
+    let raw: wgpu::Device = (**gpu.device()).clone();
+    let staging: Vec<wgpu::Buffer> = (0..2)
+        .map(|_| {
+            raw.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("naive staging"),
+                size: FRAME as u64,
+                usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: true,
+            })
+        })
+        .collect();
+    let (tx, rx) = crossbeam_channel::bounded::<Bytes>(1);
+    let landed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let thread = {
+        let (gpu, tex, landed) = (Arc::clone(gpu), (*tex).clone(), Arc::clone(&landed));
+        std::thread::spawn(move || {
+            for (i, frame) in rx.iter().enumerate() {
+                let buf = &staging[i % 2];
+                if i >= 2 {
+                    buf.slice(..).map_async(wgpu::MapMode::Write, |_| {});
+                    let _ = raw.poll(wgpu::PollType::wait_indefinitely());
+                }
+                buf.slice(..)
+                    .get_mapped_range_mut()
+                    .expect("mapped")
+                    .copy_from_slice(&frame);
+                buf.unmap();
+                let mut encoder = raw.create_command_encoder(&Default::default());
+                let src = wgpu::TexelCopyBufferInfo {
+                    buffer: buf,
+                    layout: wgpu::TexelCopyBufferLayout {
+                        offset: 0,
+                        bytes_per_row: Some(PITCH),
+                        rows_per_image: Some(H),
+                    },
+                };
+                let dst = wgpu::TexelCopyTextureInfo {
+                    texture: &tex,
+                    mip_level: 0,
+                    origin: wgpu::Origin3d::ZERO,
+                    aspect: wgpu::TextureAspect::All,
+                };
+                encoder.copy_buffer_to_texture(src, dst, frame_desc().size);
+                let queue: &wgpu::Queue = gpu.queue();
+                queue.submit([encoder.finish()]);
+                landed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+    };
+    let mut blocked = Vec::with_capacity(n);
+    let start = Instant::now();
+    let landed_now = || landed.load(std::sync::atomic::Ordering::Relaxed);
+    for i in (0..).take_while(|&i| more(i, n, fps, landed_now(), start)) {
+        pace(start, i, fps);
+        let t = Instant::now();
+        let _ = tx.try_send(frames[i % frames.len()].clone());
+        render.submit(gpu, |_| {});
+        blocked.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    drop(tx);
+    let _ = thread.join();
+    wait_idle(gpu);
+    Run {
+        blocked,
+        landed: landed.load(std::sync::atomic::Ordering::Relaxed),
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+/// stagehand: `try_upload` hands the frame over (or says the ring is busy).
+fn stagehand(
+    gpu: &Arc<Gpu>,
+    frames: &[Bytes],
+    n: usize,
+    fps: Option<f64>,
+    fill: bool,
+    strips: Option<u32>,
+) -> Result<Run, UploadError> {
+    // Workers below the render thread: on a machine with few cores the
+    // render thread gets the CPU first.
+    let config = EngineConfig {
+        priority: Priority::Low,
+        ..EngineConfig::default()
+    };
+    let engine = UploadEngine::new(Arc::clone(gpu), config)?;
+    let options = StreamOptions {
+        policy: StagingPolicy::Ring(3),
+        rows_per_submit: strips,
+    };
+    let streamed = engine.create_texture_with(&frame_desc(), options)?;
+    let render = Render::new(gpu);
+    let region = stagehand::upload::TextureRegion::frame(frame_desc().size);
+    let mut blocked = Vec::with_capacity(n);
+    let mut last = None;
+    let start = Instant::now();
+    for i in (0..).take_while(|&i| more(i, n, fps, engine.stats().completed as usize, start)) {
+        pace(start, i, fps);
+        let t = Instant::now();
+        let sent = if fill {
+            let shade = (i % 251) as u8;
+            streamed.upload_with(
+                region,
+                move |mut out, layout| fill_frame(&mut out, layout, shade),
+                false,
+            )
+        } else {
+            streamed.try_upload(frames[i % frames.len()].clone(), region, Default::default())
+        };
+        match sent {
+            Ok(up) => last = Some(up),
+            Err(UploadError::WouldBlock(_)) => {}
+            Err(e) => return Err(e),
+        }
+        render.submit(gpu, |_| {});
+        blocked.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    if let Some(up) = last {
+        up.wait_timeout(Duration::from_secs(60));
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let landed = engine.stats().completed as usize;
+    Ok(Run {
+        blocked,
+        landed,
+        seconds,
+    })
+}
+
+/// A generated frame, written row by row straight into staging.
+fn fill_frame(
+    out: &mut wgpu::WriteOnly<'_, [u8]>,
+    layout: &stagehand::upload::CopyLayout,
+    shade: u8,
+) {
+    let row: Vec<u8> = (0..layout.row_bytes)
+        .map(|x| (x as u8).wrapping_add(shade))
+        .collect();
+    for y in 0..layout.rows {
+        let at = (y * layout.staging_pitch) as usize;
+        out.slice(at..at + row.len()).copy_from_slice(&row);
+    }
+}
+
+/// The floor: one memcpy of a frame into memory already touched.
+fn memcpy_gbps(frames: &[Bytes]) -> f64 {
+    let mut dst = vec![0u8; FRAME];
+    let mut samples: Vec<f64> = (0..20)
+        .map(|i| {
+            let t = Instant::now();
+            dst.copy_from_slice(&frames[i % frames.len()]);
+            std::hint::black_box(&dst);
+            FRAME as f64 / t.elapsed().as_secs_f64() / 1e9
+        })
+        .collect();
+    median(&mut samples)
+}
+
+/// Runs every variant at both rates and prints the table.
+pub fn run(gpu: Arc<Gpu>, frames_per_run: usize) -> stagehand::Result<()> {
+    let frames: Vec<Bytes> = (0..3u8)
+        .map(|k| Bytes::from(vec![k.wrapping_mul(77); FRAME]))
+        .collect();
+    println!(
+        "4K RGBA8 frames ({} MB each), {frames_per_run} frames per run; blocked = render-thread time per frame in ms\n",
+        FRAME / 1_000_000
+    );
+    for fps in [None, Some(60.0)] {
+        println!(
+            "{}",
+            fps.map_or("unlimited rate".to_owned(), |f| format!("{f} fps"))
+        );
+        println!(
+            "{:>22}  {:>9}  {:>9}  {:>9}  {:>7}  {:>8}",
+            "variant", "p50", "p99", "max", "landed", "GB/s"
+        );
+        write_texture(&gpu, &frames, frames_per_run, fps).row("queue.write_texture");
+        staging_belt(&gpu, &frames, frames_per_run, fps).row("StagingBelt");
+        naive_thread(&gpu, &frames, frames_per_run, fps).row("naive thread");
+        stagehand(&gpu, &frames, frames_per_run, fps, false, None)
+            .map_err(upload_error)?
+            .row("stagehand, whole frame");
+        stagehand(&gpu, &frames, frames_per_run, fps, false, Some(STRIP))
+            .map_err(upload_error)?
+            .row("stagehand, strips");
+        stagehand(&gpu, &frames, frames_per_run, fps, true, Some(STRIP))
+            .map_err(upload_error)?
+            .row("stagehand, fill in place");
+        println!();
+    }
+    println!(
+        "memcpy of one frame (the floor): {:.2} GB/s",
+        memcpy_gbps(&frames)
+    );
+    println!(
+        "landed: frames that reached the texture. The naive thread and stagehand never wait: a frame the uploader cannot take yet is skipped (the texture keeps the last one); flat out, their loops run until {frames_per_run} frames have landed."
+    );
+    println!(
+        "strips: each frame is copied in {STRIP}-row submissions (StreamOptions::rows_per_submit), for textures not shown while they fill."
+    );
+    Ok(())
+}
+
+fn upload_error(e: UploadError) -> stagehand::Error {
+    stagehand::Error::Upload(e)
+}
