@@ -259,7 +259,7 @@ fn strips(l: &CopyLayout, rows_per_submit: Option<u32>) -> Vec<std::ops::Range<u
                 .map(|start| start..(start + n).min(l.rows))
                 .collect()
         }
-        _ => vec![0..l.rows],
+        _ => std::iter::once(0..l.rows).collect(),
     }
 }
 
