@@ -5,7 +5,8 @@
 mod common;
 
 use stagehand::upload::{
-    EngineConfig, SourceLayout, StagingPolicy, TextureRegion, UploadEngine, UploadStatus,
+    EngineConfig, SourceLayout, StagingPolicy, StreamOptions, TextureRegion, UploadEngine,
+    UploadStatus,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,6 +101,18 @@ struct Case {
 }
 
 fn run(policy: StagingPolicy, case: &Case, uploads: usize, seed: u64) -> usize {
+    run_with(
+        StreamOptions {
+            policy,
+            rows_per_submit: None,
+        },
+        case,
+        uploads,
+        seed,
+    )
+}
+
+fn run_with(options: StreamOptions, case: &Case, uploads: usize, seed: u64) -> usize {
     let gpu = Arc::new(common::gpu());
     let engine = UploadEngine::new(gpu.clone(), EngineConfig::default()).unwrap();
     let (w, h, layers) = case.size;
@@ -117,7 +130,7 @@ fn run(policy: StagingPolicy, case: &Case, uploads: usize, seed: u64) -> usize {
         usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_SRC,
         view_formats: &[],
     };
-    let streamed = engine.create_texture(&desc, policy).unwrap();
+    let streamed = engine.create_texture_with(&desc, options).unwrap();
     let texel = case.texel as usize;
     // The CPU mirror: one tightly packed image per (mip, layer).
     let mut mirror: Vec<Vec<Vec<u8>>> = (0..case.mips)
@@ -339,4 +352,20 @@ fn buffer_ranges_land_byte_for_byte() {
             .eq(mirror.iter()),
         "buffer contents differ"
     );
+}
+
+#[test]
+fn strip_submissions_land_byte_for_byte() {
+    for (i, case) in cases().iter().enumerate() {
+        let options = StreamOptions {
+            policy: StagingPolicy::Ring(2),
+            rows_per_submit: Some(5),
+        };
+        assert_eq!(
+            run_with(options, case, 150, 300 + i as u64),
+            0,
+            "{:?}",
+            case.format
+        );
+    }
 }
