@@ -8,6 +8,7 @@ use stagehand::upload::{
     Cancel, EngineConfig, SourceLayout, StagingPolicy, TextureRegion, UploadEngine, UploadError,
     UploadStatus,
 };
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -347,4 +348,56 @@ fn an_upload_can_be_awaited() {
             && t.submitted <= t.gpu_complete
     );
     assert!(t.latency().is_some());
+}
+
+#[test]
+fn upload_async_yields_until_there_is_room() {
+    let (_gpu, engine) = engine();
+    let texture = engine
+        .create_texture(&desc(32, 32, 1, 1), StagingPolicy::Ring(1))
+        .unwrap();
+    let (gate, fill) = held();
+    let first = texture
+        .upload_with(region(0, 0, 0, 0, 32, 32), fill, true)
+        .unwrap();
+    gate.started();
+    let admission = texture.upload_async(
+        vec![4u8; 64],
+        region(0, 0, 0, 0, 4, 4),
+        SourceLayout::default(),
+    );
+    let mut admission = std::pin::pin!(admission);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(
+        admission.as_mut().poll(&mut cx).is_pending(),
+        "the ring's one buffer is busy"
+    );
+    gate.open();
+    let second = pollster::block_on(admission).expect("admitted once the first landed");
+    assert_eq!(first.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+    assert_eq!(
+        second.wait_timeout(WAIT).unwrap().status,
+        UploadStatus::Done
+    );
+}
+
+#[test]
+fn the_uploads_section_joins_the_report() {
+    let (gpu, engine) = engine();
+    let texture = engine
+        .create_texture(&desc(8, 8, 1, 1), StagingPolicy::Ring(2))
+        .unwrap();
+    let up = texture.upload_frame(vec![1u8; 8 * 8 * 4]).unwrap();
+    assert_eq!(up.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+    let mut report = gpu.report();
+    report.add(&engine.section());
+    let json = report.section("uploads").unwrap();
+    assert_eq!(json["engine"]["completed"], 1);
+    assert_eq!(json["engine"]["bytes_uploaded"], 8 * 8 * 4);
+    assert_eq!(json["engine"]["workers"], 2);
+    assert!(
+        report.to_text().contains("completed:  1"),
+        "{}",
+        report.to_text()
+    );
 }

@@ -69,6 +69,8 @@ pub(crate) struct EngineShared {
     pub panics: Arc<AtomicU64>,
     /// Worker threads still running.
     pub workers_alive: AtomicUsize,
+    /// Async uploads waiting for room; woken whenever an upload ends.
+    pub room_wakers: Mutex<Vec<std::task::Waker>>,
 }
 
 impl EngineShared {
@@ -96,6 +98,10 @@ impl EngineShared {
         a.uploads -= 1;
         drop(a);
         self.admitted.notify_all();
+        // Every upload's end passes here: whoever waits for room may retry.
+        for waker in std::mem::take(&mut *self.room_wakers.lock()) {
+            waker.wake();
+        }
     }
 
     /// Ends an upload a newer one replaced; its resource count was already

@@ -18,6 +18,7 @@
 //! Callbacks run on the engine's poller thread (or on the caller's, if the
 //! upload had already ended); they must not block on the engine.
 
+mod admit;
 mod engine;
 mod error;
 mod future;
@@ -26,6 +27,7 @@ mod resource;
 mod stats;
 mod worker;
 
+pub use admit::Admit;
 pub use error::UploadError;
 pub use future::{Cancel, StageTimes, Upload, UploadOutcome, UploadStatus};
 pub use region::{CopyLayout, SourceLayout, TextureRegion};
@@ -145,6 +147,7 @@ impl UploadEngine {
             window: Default::default(),
             panics: Arc::new(AtomicU64::new(0)),
             workers_alive: AtomicUsize::new(config.workers),
+            room_wakers: parking_lot::Mutex::new(Vec::new()),
         });
         let (report_tx, report_rx) = crossbeam_channel::bounded(config.workers);
         let mut workers = Vec::with_capacity(config.workers);

@@ -423,6 +423,20 @@ impl StreamedTexture {
         self.send(data.into(), region, source, false)
     }
 
+    /// The async form of [`upload`](Self::upload): yields, instead of
+    /// blocking the thread, while this resource or the engine is full.
+    pub fn upload_async(
+        &self,
+        data: impl Into<Bytes>,
+        region: TextureRegion,
+        source: SourceLayout,
+    ) -> super::Admit<impl FnMut() -> Result<Upload, UploadError> + Unpin + '_> {
+        let data = data.into();
+        super::Admit::new(Arc::clone(&self.inner.shared.engine), move || {
+            self.send(data.clone(), region, source, false)
+        })
+    }
+
     /// Uploads a whole frame: tightly packed data for all of mip 0, layer 0.
     pub fn upload_frame(&self, data: impl Into<Bytes>) -> Result<Upload, UploadError> {
         self.upload(
