@@ -1,6 +1,7 @@
 //! The `stagehand` command: a thin front over the library.
 
 mod bench;
+mod play;
 
 use clap::{Args, Parser, Subcommand};
 use stagehand::{Gpu, GpuOptions};
@@ -16,6 +17,10 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Play an image sequence (or synthetic 4K frames) through the upload
+    /// engine and a real render pass at the target rate, then print a summary
+    /// and the diagnostics report.
+    Play(play::PlayArgs),
     /// Print the diagnostics report of the default adapter: system, adapter,
     /// versions, stagehand's object counts and wgpu's own report.
     Report(ReportArgs),
@@ -71,8 +76,9 @@ fn report(args: &ReportArgs) -> stagehand::Result<()> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Report(args) => report(args),
-        Command::Bench(args) => bench::run(args),
+        Command::Play(args) => play::run(args).map_err(|e| e.to_string()),
+        Command::Report(args) => report(args).map_err(|e| e.to_string()),
+        Command::Bench(args) => bench::run(args).map_err(|e| e.to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

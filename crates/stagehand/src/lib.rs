@@ -26,6 +26,7 @@
 pub mod backend;
 pub mod diag;
 mod error;
+pub mod play;
 pub mod pool;
 pub mod upload;
 

@@ -132,6 +132,17 @@ impl Report {
         self
     }
 
+    /// Appends every section of `other` (replacing same-named ones in place).
+    pub fn merge(&mut self, other: Report) -> &mut Self {
+        for entry in other.sections {
+            match self.sections.iter_mut().find(|e| e.name == entry.name) {
+                Some(old) => *old = entry,
+                None => self.sections.push(entry),
+            }
+        }
+        self
+    }
+
     /// Section names, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.sections.iter().map(|e| e.name.as_str())

@@ -21,6 +21,7 @@
 mod admit;
 mod engine;
 mod error;
+mod frame_queue;
 mod future;
 pub mod region;
 mod resource;
@@ -29,6 +30,7 @@ mod worker;
 
 pub use admit::Admit;
 pub use error::UploadError;
+pub use frame_queue::{FrameQueue, FrameQueueConfig, FrameStats, Presented};
 pub use future::{Cancel, StageTimes, Upload, UploadOutcome, UploadStatus};
 pub use region::{CopyLayout, SourceLayout, TextureRegion};
 pub use resource::{StagingPolicy, StreamedBuffer, StreamedTexture};

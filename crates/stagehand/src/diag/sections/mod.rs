@@ -3,6 +3,7 @@
 
 pub mod adapter;
 pub mod objects;
+pub mod playback;
 pub mod pool;
 pub mod system;
 pub mod upload;
