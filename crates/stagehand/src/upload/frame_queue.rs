@@ -240,7 +240,7 @@ impl FrameQueue {
         if let Some(next) = newest {
             self.show(&mut state, next, t);
         }
-        let current = state
+        state
             .slots
             .iter()
             .enumerate()
@@ -251,8 +251,7 @@ impl FrameQueue {
                     slot,
                 }),
                 _ => None,
-            });
-        current
+            })
     }
 
     fn show(&self, state: &mut State, next: usize, t: Duration) {
