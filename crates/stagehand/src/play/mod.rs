@@ -184,6 +184,8 @@ pub struct PlaySummary {
     pub output_size: (u32, u32),
     /// Target rate.
     pub fps: f64,
+    /// Seconds spent waiting for the first frames before the clock started.
+    pub preroll: f64,
     /// Frames pushed, shown, dropped, late.
     pub frames: FrameStats,
     /// Render ticks run.
@@ -280,18 +282,25 @@ pub fn play(
     let renderer = Renderer::new(gpu, &queue, options.output_size)?;
     let latencies = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let decode_nanos = Arc::new(AtomicU64::new(0));
-    let start = Instant::now();
     let producer = spawn_producer(
         &queue,
         files,
         options,
         size,
         total,
-        period,
-        start,
         &latencies,
         &decode_nanos,
+        period,
     )?;
+    // Pre-roll: start the clock with the first frames landed, as a player
+    // does, so start-up costs do not count as late or dropped frames.
+    let preroll_started = Instant::now();
+    queue.preroll(
+        (options.depth - 1).min(total as usize),
+        Duration::from_secs(10),
+    );
+    let preroll = preroll_started.elapsed().as_secs_f64();
+    let start = Instant::now();
     gpu.tracker().reset_peaks();
     let mut run = Run::default();
     let mut first_second_peak = None;
@@ -329,6 +338,7 @@ pub fn play(
         size,
         output_size: options.output_size,
         fps: options.fps,
+        preroll,
         frames,
         ticks: total,
         seconds,
@@ -402,10 +412,9 @@ fn spawn_producer(
     options: &PlayOptions,
     size: (u32, u32),
     total: u64,
-    period: Duration,
-    start: Instant,
     latencies: &Arc<parking_lot::Mutex<Vec<f64>>>,
     decode_nanos: &Arc<AtomicU64>,
+    period: Duration,
 ) -> Result<std::thread::JoinHandle<Result<(), PlayError>>, PlayError> {
     let (queue, latencies, decode_nanos) = (
         Arc::clone(queue),
@@ -413,7 +422,6 @@ fn spawn_producer(
         Arc::clone(decode_nanos),
     );
     let (threads, looped) = (options.threads, options.looped);
-    let _ = start;
     let record = move |upload: crate::upload::Upload,
                        latencies: &Arc<parking_lot::Mutex<Vec<f64>>>| {
         let latencies = Arc::clone(latencies);

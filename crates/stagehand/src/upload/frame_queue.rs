@@ -308,6 +308,26 @@ impl FrameQueue {
         state.stats
     }
 
+    /// Waits until `n` frames have landed and wait to be shown (or
+    /// `timeout` passes): a player's pre-roll, so the clock starts with
+    /// frames in hand. Returns how many are ready.
+    pub fn preroll(&self, n: usize, timeout: Duration) -> usize {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut state = self.state.lock();
+        loop {
+            Self::settle(&mut state);
+            let ready = state
+                .slots
+                .iter()
+                .filter(|s| matches!(s, Slot::Ready { frame, .. } if *frame != u64::MAX))
+                .count();
+            if ready >= n || std::time::Instant::now() >= deadline {
+                return ready;
+            }
+            self.freed.wait_for(&mut state, Duration::from_millis(2));
+        }
+    }
+
     /// Its numbers so far.
     pub fn stats(&self) -> FrameStats {
         self.state.lock().stats

@@ -32,7 +32,13 @@ impl Section for PlaySummary {
             ("dropped".into(), Cell::int(f.dropped)),
             ("late".into(), Cell::int(f.late)),
             ("failed".into(), Cell::int(f.failed)),
-            ("seconds".into(), Cell::text(format!("{:.2}", self.seconds))),
+            (
+                "seconds".into(),
+                Cell::text(format!(
+                    "{:.2} (after a {:.2} s pre-roll)",
+                    self.seconds, self.preroll
+                )),
+            ),
             (
                 "decode".into(),
                 Cell::text(if self.decode_bandwidth > 0.0 {
