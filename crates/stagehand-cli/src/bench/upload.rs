@@ -71,6 +71,24 @@ fn frame_desc() -> wgpu::TextureDescriptor<'static> {
     }
 }
 
+/// Records the copy of one packed frame at `offset` of `buffer` into `tex`.
+fn copy_frame(
+    encoder: &mut wgpu::CommandEncoder,
+    buffer: &wgpu::Buffer,
+    offset: u64,
+    tex: &wgpu::Texture,
+) {
+    let src = wgpu::TexelCopyBufferInfo {
+        buffer,
+        layout: wgpu::TexelCopyBufferLayout {
+            offset,
+            bytes_per_row: Some(PITCH),
+            rows_per_image: Some(H),
+        },
+    };
+    encoder.copy_buffer_to_texture(src, tex.as_image_copy(), frame_desc().size);
+}
+
 /// The render thread's own work each frame: a small clear pass, submitted.
 struct Render {
     target: stagehand::Tracked<wgpu::TextureView>,
@@ -196,21 +214,7 @@ fn staging_belt(gpu: &Gpu, frames: &[Bytes], n: usize, fps: Option<f64>) -> Run 
                 .get_mapped_range_mut()
                 .expect("mapped")
                 .copy_from_slice(&frames[i % frames.len()]);
-            let src = wgpu::TexelCopyBufferInfo {
-                buffer: &buffer,
-                layout: wgpu::TexelCopyBufferLayout {
-                    offset,
-                    bytes_per_row: Some(PITCH),
-                    rows_per_image: Some(H),
-                },
-            };
-            let dst = wgpu::TexelCopyTextureInfo {
-                texture: &tex,
-                mip_level: 0,
-                origin: wgpu::Origin3d::ZERO,
-                aspect: wgpu::TextureAspect::All,
-            };
-            encoder.copy_buffer_to_texture(src, dst, frame_desc().size);
+            copy_frame(encoder, &buffer, offset, &tex);
             belt.finish();
         });
         belt.recall();
@@ -257,21 +261,7 @@ fn naive_thread(gpu: &Arc<Gpu>, frames: &[Bytes], n: usize, fps: Option<f64>) ->
                     .copy_from_slice(&frame);
                 buf.unmap();
                 let mut encoder = raw.create_command_encoder(&Default::default());
-                let src = wgpu::TexelCopyBufferInfo {
-                    buffer: buf,
-                    layout: wgpu::TexelCopyBufferLayout {
-                        offset: 0,
-                        bytes_per_row: Some(PITCH),
-                        rows_per_image: Some(H),
-                    },
-                };
-                let dst = wgpu::TexelCopyTextureInfo {
-                    texture: &tex,
-                    mip_level: 0,
-                    origin: wgpu::Origin3d::ZERO,
-                    aspect: wgpu::TextureAspect::All,
-                };
-                encoder.copy_buffer_to_texture(src, dst, frame_desc().size);
+                copy_frame(&mut encoder, buf, 0, &tex);
                 let queue: &wgpu::Queue = gpu.queue();
                 queue.submit([encoder.finish()]);
                 landed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -37,9 +37,10 @@ pub use resource::{StagingPolicy, StreamedBuffer, StreamedTexture};
 
 pub use stats::UploadStats;
 
-use crate::backend::wgpu::{Gpu, buffer_pool};
+use crate::backend::wgpu::{BufferBackend, Gpu, buffer_pool};
 use crate::diag::sections::UploadSection;
 use crate::pool::PoolConfig;
+use crate::pool::Pooled;
 use engine::EngineShared;
 use region::{TextureInfo, staging_pitch};
 use resource::{Kind, ResourceShared, Streamed};
@@ -244,15 +245,7 @@ impl UploadEngine {
         let capacity = frame_staging_bytes(&info)?;
         let ring = self.ring(policy, capacity)?;
         let kind = Kind::Texture { texture, info };
-        let shared = Arc::new(ResourceShared::new(
-            Arc::clone(&self.shared),
-            kind,
-            policy,
-            capacity,
-            ring,
-            self.next_worker(),
-            options.rows_per_submit,
-        ));
+        let shared = self.resource(kind, policy, capacity, ring, options.rows_per_submit);
         Ok(StreamedTexture {
             inner: Streamed { shared },
         })
@@ -276,18 +269,31 @@ impl UploadEngine {
         let capacity = buffer.size();
         let ring = self.ring(policy, capacity)?;
         let kind = Kind::Buffer { buffer };
-        let shared = Arc::new(ResourceShared::new(
+        let shared = self.resource(kind, policy, capacity, ring, None);
+        Ok(StreamedBuffer {
+            inner: Streamed { shared },
+        })
+    }
+
+    /// The shared state of a new resource, given the next worker.
+    fn resource(
+        &self,
+        kind: Kind,
+        policy: StagingPolicy,
+        capacity: u64,
+        ring: Vec<Pooled<BufferBackend>>,
+        rows: Option<u32>,
+    ) -> Arc<ResourceShared> {
+        let worker = self.next_worker();
+        Arc::new(ResourceShared::new(
             Arc::clone(&self.shared),
             kind,
             policy,
             capacity,
             ring,
-            self.next_worker(),
-            None,
-        ));
-        Ok(StreamedBuffer {
-            inner: Streamed { shared },
-        })
+            worker,
+            rows,
+        ))
     }
 
     fn next_worker(&self) -> usize {
