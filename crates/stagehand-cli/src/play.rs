@@ -50,6 +50,10 @@ pub struct PlayArgs {
     /// Print the summary and the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Write a timeline of decode, uploads, render and memory to FILE as a
+    /// Chrome trace (opens in Perfetto or chrome://tracing).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 fn parse_size(s: &str) -> Result<(u32, u32), String> {
@@ -107,6 +111,12 @@ pub fn run(args: &PlayArgs) -> Result<(), PlayError> {
     bar.finish();
     if let Some((tick, path)) = save {
         save_png(&summary, tick, &path)?;
+    }
+    if let (Some(path), Some(timeline)) = (&args.trace, &timeline) {
+        timeline.write(path).map_err(|e| PlayError::Io {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
     }
     // The summary first, then the diagnostics report.
     let mut report = stagehand::Report::new();

@@ -134,3 +134,48 @@ fn bad_folders_get_typed_errors() {
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
+
+#[test]
+fn a_timeline_records_decode_uploads_render_and_memory() {
+    let dir = temp_dir("trace");
+    write_frames(&dir);
+    let gpu = Arc::new(common::gpu());
+    let timeline = Arc::new(stagehand::diag::Timeline::new());
+    let config = stagehand::upload::EngineConfig {
+        timeline: Some(timeline.clone()),
+        ..engine_config(2)
+    };
+    let engine = UploadEngine::new(gpu.clone(), config).unwrap();
+    let options = PlayOptions {
+        dir: Some(dir.clone()),
+        fps: 30.0,
+        output_size: (64, 16),
+        timeline: Some(timeline.clone()),
+        ..PlayOptions::default()
+    };
+    let summary = play(&gpu, &engine, &options, |_| {}).unwrap();
+    let json = timeline.to_chrome_json();
+    let events = json["traceEvents"].as_array().unwrap();
+    let count = |name: &str| events.iter().filter(|e| e["name"] == name).count() as u64;
+    assert_eq!(count("decode"), 12);
+    assert_eq!(count("render pass"), summary.ticks);
+    assert_eq!(
+        count("copy to staging"),
+        summary.frames.pushed,
+        "every landed upload"
+    );
+    assert_eq!(count("gpu copy"), summary.frames.pushed);
+    assert_eq!(count("memory"), summary.ticks);
+    let tracks: Vec<&str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert!(
+        tracks.contains(&"render")
+            && tracks.contains(&"gpu")
+            && tracks.iter().any(|t| t.starts_with("decode")),
+        "{tracks:?}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

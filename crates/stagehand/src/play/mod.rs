@@ -91,6 +91,8 @@ pub struct PlayOptions {
     pub looped: bool,
     /// Render ticks (from 0) whose output to read back.
     pub save_ticks: Vec<u64>,
+    /// Where to record decode, render and memory; `None` records nothing.
+    pub timeline: Option<Arc<crate::diag::Timeline>>,
 }
 
 impl Default for PlayOptions {
@@ -106,6 +108,7 @@ impl Default for PlayOptions {
             depth: 3,
             looped: false,
             save_ticks: Vec::new(),
+            timeline: None,
         }
     }
 }
@@ -295,10 +298,13 @@ pub fn play(
     // Pre-roll: start the clock with the first frames landed, as a player
     // does, so start-up costs do not count as late or dropped frames.
     let preroll_started = Instant::now();
-    queue.preroll(
-        (options.depth - 1).min(total as usize),
-        Duration::from_secs(10),
-    );
+    let wanted = (options.depth - 1).min(total as usize);
+    let deadline = preroll_started + Duration::from_secs(10);
+    // Stop early if the producer has ended (a bad file fails it at once).
+    while queue.preroll(wanted, Duration::from_millis(20)) < wanted
+        && !producer.is_finished()
+        && Instant::now() < deadline
+    {}
     let preroll = preroll_started.elapsed().as_secs_f64();
     let start = Instant::now();
     gpu.tracker().reset_peaks();
@@ -307,6 +313,15 @@ pub fn play(
     for tick in 0..total {
         pace(start, tick, period);
         run.tick(gpu, &queue, &renderer, start, tick, options)?;
+        if let Some(timeline) = &options.timeline {
+            let staging = engine.staging_pool().stats().held as f64;
+            let textures = gpu.tracker().stats(crate::ObjectKind::Texture).bytes as f64;
+            timeline.counter(
+                "memory",
+                Instant::now(),
+                &[("staging pool", staging), ("textures", textures)],
+            );
+        }
         if first_second_peak.is_none() && start.elapsed() > Duration::from_secs(1) {
             // From here on the pool must not grow: measure its peak afresh.
             first_second_peak = Some(engine.staging_pool().stats().peak_held);
@@ -319,10 +334,16 @@ pub fn play(
             bandwidth: engine.stats().bandwidth,
         });
     }
+    // The clock has run out: a producer still waiting for a slot must stop.
+    queue.close();
     let produced = producer
         .join()
         .map_err(|_| PlayError::InvalidOption("the producer thread panicked".into()))?;
-    produced?;
+    match produced {
+        // Closed because playback ended: frames it had not pushed are not played.
+        Err(PlayError::Upload(UploadError::Released)) | Ok(()) => {}
+        Err(e) => return Err(e),
+    }
     let frames = queue.finish();
     let seconds = start.elapsed().as_secs_f64();
     let frame_bytes = u64::from(size.0) * u64::from(size.1) * 4;
@@ -379,10 +400,15 @@ impl Run {
     ) -> Result<(), PlayError> {
         let t = Instant::now();
         let shown = queue.present(start.elapsed());
-        self.blocked.push(t.elapsed().as_secs_f64() * 1e3);
-        let t = Instant::now();
+        let t2 = Instant::now();
         renderer.draw(gpu, shown.map(|p| p.slot))?;
-        self.render.push(t.elapsed().as_secs_f64() * 1e3);
+        let t3 = Instant::now();
+        self.blocked.push((t2 - t).as_secs_f64() * 1e3);
+        self.render.push((t3 - t2).as_secs_f64() * 1e3);
+        if let Some(timeline) = &options.timeline {
+            timeline.span("render", "present", t, t2);
+            timeline.span("render", "render pass", t2, t3);
+        }
         if options.save_ticks.contains(&tick) {
             let (w, h, rgba) = renderer.read_back(gpu)?;
             self.saved.push(Saved {
@@ -421,7 +447,7 @@ fn spawn_producer(
         Arc::clone(latencies),
         Arc::clone(decode_nanos),
     );
-    let (threads, looped) = (options.threads, options.looped);
+    let (threads, looped, timeline) = (options.threads, options.looped, options.timeline.clone());
     let record = move |upload: crate::upload::Upload,
                        latencies: &Arc<parking_lot::Mutex<Vec<f64>>>| {
         let latencies = Arc::clone(latencies);
@@ -461,8 +487,15 @@ fn spawn_producer(
                 };
                 let total = total.min(files.len() as u64 * rounds);
                 let (tx, rx) = crossbeam_channel::bounded(threads * 2);
-                let decoders =
-                    source::spawn_decoders(files, rounds, threads, size, tx, decode_nanos);
+                let decoders = source::spawn_decoders(
+                    files,
+                    rounds,
+                    threads,
+                    size,
+                    tx,
+                    decode_nanos,
+                    timeline,
+                );
                 let mut waiting = BTreeMap::new();
                 let mut next = 0u64;
                 for (k, frame) in rx.iter() {

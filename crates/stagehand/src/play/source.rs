@@ -66,11 +66,13 @@ pub fn spawn_decoders(
     size: (u32, u32),
     tx: crossbeam_channel::Sender<Decoded>,
     decode_nanos: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    timeline: Option<std::sync::Arc<crate::diag::Timeline>>,
 ) -> Vec<std::thread::JoinHandle<()>> {
     let files = std::sync::Arc::new(files);
     let total = files.len() as u64 * rounds;
     (0..threads.max(1))
         .map(|id| {
+            let timeline = timeline.clone();
             let (files, tx, nanos) = (
                 std::sync::Arc::clone(&files),
                 tx.clone(),
@@ -85,6 +87,14 @@ pub fn spawn_decoders(
                         start.elapsed().as_nanos() as u64,
                         std::sync::atomic::Ordering::Relaxed,
                     );
+                    if let Some(timeline) = &timeline {
+                        timeline.span(
+                            format!("decode {id}"),
+                            "decode",
+                            start,
+                            std::time::Instant::now(),
+                        );
+                    }
                     if tx.send((k, frame)).is_err() {
                         return;
                     }

@@ -71,6 +71,8 @@ pub(crate) struct EngineShared {
     pub workers_alive: AtomicUsize,
     /// Async uploads waiting for room; woken whenever an upload ends.
     pub room_wakers: Mutex<Vec<std::task::Waker>>,
+    /// Where landed uploads' stages are recorded, if anywhere.
+    pub timeline: Option<Arc<crate::diag::Timeline>>,
 }
 
 impl EngineShared {
@@ -152,8 +154,13 @@ impl EngineShared {
                 UploadStatus::Failed(super::UploadError::Device(message))
             }
         };
+        let done = status == UploadStatus::Done;
+        let worker = c.resource.worker();
         self.release_admission(&c.resource, &c.upload, c.admitted);
         c.upload.resolve(status);
+        if let (true, Some(timeline), Some(outcome)) = (done, &self.timeline, c.upload.outcome()) {
+            record(timeline, worker, &outcome.times);
+        }
     }
 
     /// The poller's loop: poll without blocking while callbacks are armed,
@@ -196,5 +203,20 @@ impl EngineShared {
     /// Workers have all exited (the admission count is then final).
     fn idle_workers_done(&self) -> bool {
         self.workers_alive.load(Ordering::Acquire) == 0
+    }
+}
+
+/// Puts one landed upload's stages on the timeline: the copy into staging
+/// and the submit on its worker's track, the GPU copy on the GPU's.
+fn record(timeline: &crate::diag::Timeline, worker: usize, t: &super::StageTimes) {
+    let track = format!("upload worker {worker}");
+    if let (Some(a), Some(b)) = (t.copy_started, t.copy_ended) {
+        timeline.span(track.clone(), "copy to staging", a, b);
+    }
+    if let (Some(a), Some(b)) = (t.copy_ended, t.submitted) {
+        timeline.span(track, "submit", a, b);
+    }
+    if let (Some(a), Some(b)) = (t.submitted, t.gpu_complete) {
+        timeline.span("gpu", "gpu copy", a, b);
     }
 }

@@ -92,13 +92,16 @@ struct State {
 ///    presentation times (it waits while every slot is busy);
 /// 2. the render loop calls [`present`](Self::present) with the current
 ///    time and draws [`texture`](Self::texture) of the returned slot;
-/// 3. [`finish`](Self::finish) counts frames never shown as dropped, so
+/// 3. [`finish`](Self::finish) closes the queue (a producer still waiting
+///    is told to stop) and counts frames never shown as dropped, so
 ///    `shown + dropped + failed == pushed`.
 pub struct FrameQueue {
     textures: Vec<StreamedTexture>,
     state: Mutex<State>,
     freed: Condvar,
     frame_duration: Duration,
+    /// Set by `close`: pushes fail instead of waiting for a slot.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl FrameQueue {
@@ -129,6 +132,7 @@ impl FrameQueue {
             }),
             freed: Condvar::new(),
             frame_duration: config.frame_duration,
+            closed: Default::default(),
         })
     }
 
@@ -165,7 +169,7 @@ impl FrameQueue {
         pts: Duration,
         send: impl FnOnce(&StreamedTexture) -> Result<Upload, UploadError>,
     ) -> Result<Upload, UploadError> {
-        let slot = self.free_slot();
+        let slot = self.free_slot()?;
         let upload = match send(&self.textures[slot]) {
             Ok(upload) => upload,
             Err(e) => {
@@ -186,9 +190,12 @@ impl FrameQueue {
 
     /// Claims a free slot (marking it loading with a placeholder), waiting
     /// for one. Ready frames wait their turn: only `present` frees slots.
-    fn free_slot(&self) -> usize {
+    fn free_slot(&self) -> Result<usize, UploadError> {
         let mut state = self.state.lock();
         loop {
+            if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+                return Err(UploadError::Released);
+            }
             Self::settle(&mut state);
             if let Some(i) = state.slots.iter().position(|s| matches!(s, Slot::Free)) {
                 // Reserve it: a `Ready` placeholder no one will present.
@@ -196,7 +203,7 @@ impl FrameQueue {
                     frame: u64::MAX,
                     pts: Duration::MAX,
                 };
-                return i;
+                return Ok(i);
             }
             self.freed.wait_for(&mut state, Duration::from_millis(5));
         }
@@ -276,9 +283,11 @@ impl FrameQueue {
         self.freed.notify_all();
     }
 
-    /// Ends playback: frames pushed but never shown count as dropped, once
-    /// their uploads have ended.
+    /// Ends playback: pushes from now on fail with [`UploadError::Released`]
+    /// instead of waiting for a slot no one will free; frames pushed but
+    /// never shown count as dropped, once their uploads have ended.
     pub fn finish(&self) -> FrameStats {
+        self.close();
         let loading: Vec<Upload> = self
             .state
             .lock()
@@ -326,6 +335,14 @@ impl FrameQueue {
             }
             self.freed.wait_for(&mut state, Duration::from_millis(2));
         }
+    }
+
+    /// Stops taking frames: a producer waiting for a slot gets
+    /// [`UploadError::Released`] and should stop.
+    pub fn close(&self) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.freed.notify_all();
     }
 
     /// Its numbers so far.

@@ -87,6 +87,8 @@ pub struct EngineConfig {
     /// Staging bytes in flight across the engine before uploads wait.
     /// Default 512 MiB: fifteen 4K RGBA8 frames.
     pub max_in_flight_bytes: u64,
+    /// Where to record each landed upload's stages; `None` records nothing.
+    pub timeline: Option<Arc<crate::diag::Timeline>>,
 }
 
 impl Default for EngineConfig {
@@ -95,6 +97,7 @@ impl Default for EngineConfig {
             workers: 2,
             priority: Priority::Normal,
             max_in_flight_bytes: 512 << 20,
+            timeline: None,
         }
     }
 }
@@ -151,6 +154,7 @@ impl UploadEngine {
             panics: Arc::new(AtomicU64::new(0)),
             workers_alive: AtomicUsize::new(config.workers),
             room_wakers: parking_lot::Mutex::new(Vec::new()),
+            timeline: config.timeline.clone(),
         });
         let (report_tx, report_rx) = crossbeam_channel::bounded(config.workers);
         let mut workers = Vec::with_capacity(config.workers);
@@ -176,10 +180,16 @@ impl UploadEngine {
             }
         }
         let poll_shared = Arc::clone(&shared);
+        let (started_tx, started) = crossbeam_channel::bounded(1);
         let poller = std::thread::Builder::new()
             .name("stagehand-poll".into())
-            .spawn(move || poll_shared.poll_loop())
+            .spawn(move || {
+                let _ = started_tx.send(());
+                poll_shared.poll_loop()
+            })
             .map_err(|e| UploadError::InvalidConfig(format!("could not start the poller: {e}")))?;
+        // Every thread is running (and named) when `new` returns.
+        let _ = started.recv_timeout(std::time::Duration::from_secs(5));
         let results = (0..workers.len()).map_while(|_| {
             report_rx
                 .recv_timeout(std::time::Duration::from_secs(5))

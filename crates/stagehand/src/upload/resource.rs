@@ -109,6 +109,11 @@ impl ResourceShared {
         }
     }
 
+    /// The worker whose queue this resource's uploads go to.
+    pub fn worker(&self) -> usize {
+        self.worker
+    }
+
     /// Marks an upload ended for this resource.
     pub fn finish(&self, upload: &Arc<UploadShared>) {
         let mut p = self.pending.lock();
