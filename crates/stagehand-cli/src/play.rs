@@ -101,11 +101,17 @@ impl PlayArgs {
 /// Runs `stagehand play`.
 pub fn run(args: &PlayArgs) -> Result<(), PlayError> {
     let gpu = Arc::new(args.gpu.open()?);
-    let (options, save) = args.options()?;
-    let engine = UploadEngine::new(
-        Arc::clone(&gpu),
-        stagehand::play::engine_config(args.threads),
-    )?;
+    let (mut options, save) = args.options()?;
+    let timeline = args
+        .trace
+        .as_ref()
+        .map(|_| Arc::new(stagehand::diag::Timeline::new()));
+    options.timeline = timeline.clone();
+    let config = stagehand::upload::EngineConfig {
+        timeline: timeline.clone(),
+        ..stagehand::play::engine_config(args.threads)
+    };
+    let engine = UploadEngine::new(Arc::clone(&gpu), config)?;
     let mut bar = Bar::new(!args.json);
     let summary = play(&gpu, &engine, &options, |p| bar.update(&p))?;
     bar.finish();
