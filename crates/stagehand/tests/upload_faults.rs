@@ -303,10 +303,23 @@ fn try_upload_would_block_at_the_ring_bound() {
         )
         .unwrap_err();
     assert!(matches!(err, UploadError::WouldBlock(_)), "{err}");
+    gate.started();
+    let busy = texture.stats();
+    assert_eq!(
+        (busy.in_flight, busy.queued, busy.ring_free),
+        (1, 0, 0),
+        "{busy:?}"
+    );
     gate.open();
     assert_eq!(
         held_up.wait_timeout(WAIT).unwrap().status,
         UploadStatus::Done
+    );
+    let idle = texture.stats();
+    assert_eq!(
+        (idle.in_flight, idle.ring_free, idle.released),
+        (0, 1, false),
+        "{idle:?}"
     );
 }
 

@@ -33,7 +33,7 @@ pub use error::UploadError;
 pub use frame_queue::{FrameQueue, FrameQueueConfig, FrameStats, Presented};
 pub use future::{Cancel, StageTimes, Upload, UploadOutcome, UploadStatus};
 pub use region::{CopyLayout, SourceLayout, TextureRegion};
-pub use resource::{StagingPolicy, StreamedBuffer, StreamedTexture};
+pub use resource::{ResourceStats, StagingPolicy, StreamedBuffer, StreamedTexture};
 
 pub use stats::UploadStats;
 

@@ -16,6 +16,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+/// One streamed resource's numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResourceStats {
+    /// Its staging policy.
+    pub policy: StagingPolicy,
+    /// Uploads admitted and not ended (queued or in flight).
+    pub in_flight: u64,
+    /// Of those, not yet started (they can still be superseded).
+    pub queued: u64,
+    /// Bytes each of its staging buffers holds.
+    pub staging_capacity: u64,
+    /// Ring slots mapped and free now.
+    pub ring_free: u64,
+    /// Whether it was released.
+    pub released: bool,
+}
+
 /// How a resource's uploads are staged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StagingPolicy {
@@ -112,6 +129,19 @@ impl ResourceShared {
     /// The worker whose queue this resource's uploads go to.
     pub fn worker(&self) -> usize {
         self.worker
+    }
+
+    /// This resource's numbers now.
+    pub fn stats(&self) -> ResourceStats {
+        let p = self.pending.lock();
+        ResourceStats {
+            policy: self.policy,
+            in_flight: p.count as u64,
+            queued: p.queued.len() as u64,
+            staging_capacity: self.staging_capacity,
+            ring_free: self.ring.lock().len() as u64,
+            released: self.released.load(Ordering::Acquire),
+        }
     }
 
     /// Marks an upload ended for this resource.
@@ -501,6 +531,11 @@ impl StreamedTexture {
     pub fn release(&self) {
         self.inner.release();
     }
+
+    /// This texture's uploads and staging now.
+    pub fn stats(&self) -> ResourceStats {
+        self.inner.shared.stats()
+    }
 }
 
 impl Drop for StreamedTexture {
@@ -557,6 +592,11 @@ impl StreamedBuffer {
     /// staging buffers. Uploads after this fail with [`UploadError::Released`].
     pub fn release(&self) {
         self.inner.release();
+    }
+
+    /// This buffer's uploads and staging now.
+    pub fn stats(&self) -> ResourceStats {
+        self.inner.shared.stats()
     }
 }
 
