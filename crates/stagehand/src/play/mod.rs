@@ -298,7 +298,8 @@ pub fn play(
     // Pre-roll: start the clock with the first frames landed, as a player
     // does, so start-up costs do not count as late or dropped frames.
     let preroll_started = Instant::now();
-    let wanted = (options.depth - 1).min(total as usize);
+    // Every slot can hold a ready frame before the first is shown.
+    let wanted = options.depth.min(total as usize);
     let deadline = preroll_started + Duration::from_secs(10);
     // Stop early if the producer has ended (a bad file fails it at once).
     while queue.preroll(wanted, Duration::from_millis(20)) < wanted
@@ -460,17 +461,13 @@ fn spawn_producer(
     let handle = std::thread::spawn(move || -> Result<(), PlayError> {
         match files {
             None => {
+                let painter = Arc::new(pattern::Painter::new(size.0, size.1));
                 for k in 0..total {
-                    let (w, h) = size;
+                    let painter = Arc::clone(&painter);
                     let fill =
                         move |mut out: wgpu::WriteOnly<'_, [u8]>,
                               layout: &crate::upload::CopyLayout| {
-                            let mut row = vec![0u8; layout.row_bytes as usize];
-                            for y in 0..h {
-                                pattern::row(k, y, w, h, &mut row);
-                                let at = (u64::from(y) * layout.staging_pitch) as usize;
-                                out.slice(at..at + row.len()).copy_from_slice(&row);
-                            }
+                            painter.paint(k, &mut out, layout.staging_pitch as usize);
                         };
                     record(
                         queue.push_with(k, period.mul_f64(k as f64), fill)?,
