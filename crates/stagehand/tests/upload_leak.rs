@@ -34,20 +34,7 @@ fn live(s: &Snapshot, p: &PoolStats) -> (Vec<(u64, u64)>, u64, u64, u64) {
 fn stream_and_release(rounds: usize) {
     let gpu = Arc::new(common::gpu());
     let engine = UploadEngine::new(gpu.clone(), EngineConfig::default()).unwrap();
-    let desc = wgpu::TextureDescriptor {
-        label: Some("4k frame"),
-        size: wgpu::Extent3d {
-            width: 3840,
-            height: 2160,
-            depth_or_array_layers: 1,
-        },
-        mip_level_count: 1,
-        sample_count: 1,
-        dimension: wgpu::TextureDimension::D2,
-        format: wgpu::TextureFormat::Rgba8Unorm,
-        usage: wgpu::TextureUsages::TEXTURE_BINDING,
-        view_formats: &[],
-    };
+    let desc = common::texture_desc("4k frame", 3840, 2160, 1);
     let frame = bytes::Bytes::from(vec![0x5A; FRAME as usize]);
     let before = live(&gpu.tracker().snapshot(), &engine.staging_pool().stats());
     let mut steady = None;

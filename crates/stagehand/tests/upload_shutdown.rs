@@ -40,20 +40,7 @@ fn engine_threads() -> usize {
 fn dropping_the_engine_resolves_every_upload_and_joins_every_thread() {
     let gpu = Arc::new(common::gpu());
     let engine = UploadEngine::new(gpu.clone(), EngineConfig::default()).unwrap();
-    let desc = wgpu::TextureDescriptor {
-        label: Some("streamed"),
-        size: wgpu::Extent3d {
-            width: 32,
-            height: 32,
-            depth_or_array_layers: 1,
-        },
-        mip_level_count: 1,
-        sample_count: 1,
-        dimension: wgpu::TextureDimension::D2,
-        format: wgpu::TextureFormat::Rgba8Unorm,
-        usage: wgpu::TextureUsages::TEXTURE_BINDING,
-        view_formats: &[],
-    };
+    let desc = common::texture_desc("streamed", 32, 32, 1);
     let texture = engine
         .create_texture(&desc, StagingPolicy::Ring(3))
         .unwrap();
