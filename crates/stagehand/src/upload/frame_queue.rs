@@ -64,10 +64,13 @@ pub struct Presented {
     pub slot: usize,
 }
 
-/// One slot's state; each moves Free -> Loading -> Ready -> Shown -> Free.
+/// One slot's state; each moves Free -> Reserved -> Loading -> Ready ->
+/// Shown -> Free (or back to Free from Reserved or Loading on failure).
 enum Slot {
     /// Holds nothing anyone needs.
     Free,
+    /// Claimed by a producer that is sending its upload.
+    Reserved,
     /// An upload into it is in flight.
     Loading {
         frame: u64,
@@ -198,11 +201,7 @@ impl FrameQueue {
             }
             Self::settle(&mut state);
             if let Some(i) = state.slots.iter().position(|s| matches!(s, Slot::Free)) {
-                // Reserve it: a `Ready` placeholder no one will present.
-                state.slots[i] = Slot::Ready {
-                    frame: u64::MAX,
-                    pts: Duration::MAX,
-                };
+                state.slots[i] = Slot::Reserved;
                 return Ok(i);
             }
             self.freed.wait_for(&mut state, Duration::from_millis(5));
@@ -236,8 +235,7 @@ impl FrameQueue {
     pub fn present(&self, t: Duration) -> Option<Presented> {
         let mut state = self.state.lock();
         Self::settle(&mut state);
-        let due =
-            |s: &Slot| matches!(s, Slot::Ready { pts, frame } if *pts <= t && *frame != u64::MAX);
+        let due = |s: &Slot| matches!(s, Slot::Ready { pts, .. } if *pts <= t);
         let newest = (0..state.slots.len())
             .filter(|&i| due(&state.slots[i]))
             .max_by_key(|&i| match state.slots[i] {
@@ -266,8 +264,7 @@ impl FrameQueue {
             return;
         };
         for (i, slot) in state.slots.iter_mut().enumerate() {
-            let passed_over =
-                matches!(slot, Slot::Ready { pts: p, frame: f } if *p < pts && *f != u64::MAX);
+            let passed_over = matches!(slot, Slot::Ready { pts: p, .. } if *p < pts);
             if matches!(slot, Slot::Shown { .. }) || (i != next && passed_over) {
                 if passed_over {
                     state.stats.dropped += 1;
@@ -306,7 +303,7 @@ impl FrameQueue {
         let unshown = state
             .slots
             .iter()
-            .filter(|s| matches!(s, Slot::Ready { frame, .. } if *frame != u64::MAX))
+            .filter(|s| matches!(s, Slot::Ready { .. }))
             .count() as u64;
         state.stats.dropped += unshown;
         for slot in &mut state.slots {
@@ -328,7 +325,7 @@ impl FrameQueue {
             let ready = state
                 .slots
                 .iter()
-                .filter(|s| matches!(s, Slot::Ready { frame, .. } if *frame != u64::MAX))
+                .filter(|s| matches!(s, Slot::Ready { .. }))
                 .count();
             if ready >= n || std::time::Instant::now() >= deadline {
                 return ready;
