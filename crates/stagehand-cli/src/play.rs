@@ -37,6 +37,9 @@ pub struct PlayArgs {
     /// Staging buffers per frame-queue slot.
     #[arg(long, default_value_t = 1)]
     staging_buffers: usize,
+    /// Frame-queue slots: textures holding frames on screen, ready or filling.
+    #[arg(long, default_value_t = 3)]
+    depth: usize,
     /// Texture format of the frames. Only rgba8 for now; 16-bit images are
     /// reduced to 8 bits when decoded.
     #[arg(long, default_value = "rgba8", value_parser = ["rgba8"])]
@@ -90,6 +93,7 @@ impl PlayArgs {
             frames,
             threads: self.threads,
             staging_buffers: self.staging_buffers,
+            depth: self.depth,
             looped: self.looped,
             save_ticks: save.iter().map(|(t, _)| *t).collect(),
             ..PlayOptions::default()
