@@ -143,8 +143,10 @@ impl<K: Clone + Eq + Hash, Block> Books<K, Block> {
         Take::Allocate
     }
 
-    /// Undoes the reservation of a take whose allocation failed.
-    pub fn cancel(&mut self, key: &K, cap: u64) {
+    /// Removes a block that will not come back: a reservation whose
+    /// allocation failed, or a block the backend discarded or the closed
+    /// pool frees.
+    pub fn forget(&mut self, key: &K, cap: u64) {
         self.release(key, cap);
         self.held -= cap;
     }
@@ -179,12 +181,6 @@ impl<K: Clone + Eq + Hash, Block> Books<K, Block> {
                 Some(block)
             }
         }
-    }
-
-    /// Removes a block that will not come back (discarded by the backend).
-    pub fn forget(&mut self, key: &K, cap: u64) {
-        self.release(key, cap);
-        self.held -= cap;
     }
 
     /// Moves every idle block to `freed`.

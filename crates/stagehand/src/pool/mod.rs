@@ -254,7 +254,7 @@ impl<B: PoolBackend> Pool<B> {
                 Ok(block)
             }
             Err(e) => {
-                shared.books.lock().cancel(key, cap);
+                shared.books.lock().forget(key, cap);
                 match e {
                     AllocError::OutOfMemory => Err(shared.oom(cap)),
                     other => Err(PoolError::from_alloc(other, len)),

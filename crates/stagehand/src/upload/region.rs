@@ -142,6 +142,21 @@ pub fn check_texture(
     layout: SourceLayout,
     len: u64,
 ) -> Result<CopyLayout, UploadError> {
+    let copy = plan_texture(info, region, layout)?;
+    let (min, max) = copy.source_len_range();
+    if len < min || len > max {
+        return Err(UploadError::DataLength { got: len, min, max });
+    }
+    Ok(copy)
+}
+
+/// Checks `region` and `layout` against a texture and works out the rows of
+/// the copy, before any data is seen (fill in place has none).
+pub fn plan_texture(
+    info: &TextureInfo,
+    region: TextureRegion,
+    layout: SourceLayout,
+) -> Result<CopyLayout, UploadError> {
     let format = info.format;
     if let Some(data) = layout.format.filter(|&f| f != format) {
         return Err(UploadError::FormatMismatch {
@@ -210,10 +225,6 @@ pub fn check_texture(
         src_pitch,
         staging_pitch: staging_pitch(row_bytes),
     };
-    let (min, max) = copy.source_len_range();
-    if len < min || len > max {
-        return Err(UploadError::DataLength { got: len, min, max });
-    }
     Ok(copy)
 }
 

@@ -506,13 +506,7 @@ impl StreamedTexture {
         fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>, &CopyLayout) + Send + 'static,
         block: bool,
     ) -> Result<Upload, UploadError> {
-        let tight = region::check_texture(&self.info(), region, SourceLayout::default(), 0).err();
-        let len = match tight {
-            Some(UploadError::DataLength { min, .. }) => min,
-            Some(other) => return Err(other),
-            None => 0,
-        };
-        let layout = self.layout(region, SourceLayout::default(), len)?;
+        let layout = region::plan_texture(&self.info(), region, SourceLayout::default())?;
         if self.inner.shared.policy == StagingPolicy::Synchronous {
             return Err(UploadError::InvalidConfig(
                 "fill in place needs a staging policy other than Synchronous".into(),
