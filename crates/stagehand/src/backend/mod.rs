@@ -2,7 +2,12 @@
 //!
 //! - [`wgpu`]: Vulkan, Metal, DX12 and OpenGL, including the software
 //!   adapters lavapipe and llvmpipe.
+//! - [`cuda`] (feature `cuda`): NVIDIA GPUs through the CUDA driver,
+//!   loaded at run time.
 //! - [`fault`]: a pool backend with faults on demand, for tests.
 
+#[cfg(feature = "cuda")]
+#[allow(unsafe_code)] // the driver API is C; every call is wrapped here
+pub mod cuda;
 pub mod fault;
 pub mod wgpu;

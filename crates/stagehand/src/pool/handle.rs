@@ -3,7 +3,7 @@
 use super::Shared;
 use super::backend::PoolBackend;
 use std::fmt;
-use std::ops::Deref;
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 /// A block on loan from a [`Pool`](super::Pool). Derefs to the block; goes
@@ -65,6 +65,15 @@ impl<B: PoolBackend> Deref for Pooled<B> {
     type Target = B::Block;
     fn deref(&self) -> &B::Block {
         self.block()
+    }
+}
+
+impl<B: PoolBackend> DerefMut for Pooled<B> {
+    fn deref_mut(&mut self) -> &mut B::Block {
+        // Only `drop` takes the block out, and nothing runs after it.
+        self.block
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("block taken before drop"))
     }
 }
 

@@ -19,6 +19,8 @@
 //! upload had already ended); they must not block on the engine.
 
 mod admit;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod engine;
 mod error;
 mod frame_queue;

@@ -2,6 +2,8 @@
 //! JSON and knows its text form.
 
 pub mod adapter;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod objects;
 pub mod playback;
 pub mod pool;
@@ -11,6 +13,8 @@ pub mod versions;
 pub mod wgpu_report;
 
 pub use adapter::AdapterSection;
+#[cfg(feature = "cuda")]
+pub use cuda::CudaSection;
 pub use objects::ObjectCounts;
 pub use pool::{PoolClasses, PoolSection};
 pub use system::SystemInfo;

@@ -41,7 +41,7 @@ impl PoolSection {
         self
     }
 
-    fn pools_table(&self) -> Table {
+    pub(crate) fn pools_table(&self) -> Table {
         let rows = self
             .pools
             .iter()

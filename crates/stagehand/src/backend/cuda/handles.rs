@@ -1,0 +1,173 @@
+//! Counted streams and events.
+
+use super::counts::Kind;
+use super::{CudaError, Shared, check};
+use cudarc::driver::sys;
+use std::fmt;
+use std::sync::Arc;
+
+/// A stream handle the driver gave us. Driver handles may be used from any
+/// thread once the context is current there, which every call here ensures.
+struct RawStream(sys::CUstream);
+// SAFETY: see `RawStream`: the driver's handles are not tied to a thread.
+unsafe impl Send for RawStream {}
+// SAFETY: as above; the driver serialises calls on one stream itself.
+unsafe impl Sync for RawStream {}
+
+struct StreamInner {
+    raw: RawStream,
+    cuda: Arc<Shared>,
+}
+
+impl Drop for StreamInner {
+    fn drop(&mut self) {
+        // Work still queued on the stream completes; the driver releases the
+        // stream afterwards. An error here has nowhere to go.
+        if self.cuda.bind().is_ok() {
+            // SAFETY: the handle came from cuStreamCreate and is destroyed
+            // once, here, when the last clone is gone.
+            let _ = unsafe { sys::cuStreamDestroy_v2(self.raw.0) };
+        }
+        self.cuda.counts.destroyed(Kind::Stream, 0);
+    }
+}
+
+/// A CUDA stream: work on it runs in order. Cheap to clone; destroyed with
+/// its last clone (work already queued on it still completes).
+#[derive(Clone)]
+pub struct Stream {
+    inner: Arc<StreamInner>,
+}
+
+impl Stream {
+    pub(super) fn new(cuda: &Arc<Shared>) -> Result<Self, CudaError> {
+        cuda.bind()?;
+        let mut raw = std::ptr::null_mut();
+        let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+        // SAFETY: the driver writes one handle through a valid pointer.
+        check("cuStreamCreate", unsafe {
+            sys::cuStreamCreate(&mut raw, flags)
+        })?;
+        cuda.counts.created(Kind::Stream, 0);
+        Ok(Self {
+            inner: Arc::new(StreamInner {
+                raw: RawStream(raw),
+                cuda: Arc::clone(cuda),
+            }),
+        })
+    }
+
+    /// The driver's handle, for launching kernels on this stream.
+    pub fn raw(&self) -> sys::CUstream {
+        self.inner.raw.0
+    }
+
+    /// Whether `other` is this stream.
+    pub fn same(&self, other: &Stream) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Waits on the CPU for all work queued on the stream.
+    pub fn synchronize(&self) -> Result<(), CudaError> {
+        self.inner.cuda.bind()?;
+        // SAFETY: a live stream handle.
+        check("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(self.raw())
+        })
+    }
+
+    /// Makes work queued on this stream from now on wait until `event`'s
+    /// last recorded point has passed. The CPU does not wait.
+    pub fn wait(&self, event: &Event) -> Result<(), CudaError> {
+        self.inner.cuda.bind()?;
+        // SAFETY: live stream and event handles of the same context.
+        check("cuStreamWaitEvent", unsafe {
+            sys::cuStreamWaitEvent(self.raw(), event.raw.0, 0)
+        })
+    }
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Stream({:p})", self.raw())
+    }
+}
+
+/// An event handle the driver gave us; see [`RawStream`].
+struct RawEvent(sys::CUevent);
+// SAFETY: as for `RawStream`.
+unsafe impl Send for RawEvent {}
+// SAFETY: as for `RawStream`.
+unsafe impl Sync for RawEvent {}
+
+/// A CUDA event: a point in a stream's work that other streams can wait for
+/// and the CPU can test or wait on. A thread waiting on it sleeps.
+pub struct Event {
+    raw: RawEvent,
+    cuda: Arc<Shared>,
+}
+
+impl Event {
+    pub(super) fn new(cuda: &Arc<Shared>) -> Result<Self, CudaError> {
+        cuda.bind()?;
+        let mut raw = std::ptr::null_mut();
+        let flags = sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32
+            | sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        // SAFETY: the driver writes one handle through a valid pointer.
+        check("cuEventCreate", unsafe {
+            sys::cuEventCreate(&mut raw, flags)
+        })?;
+        cuda.counts.created(Kind::Event, 0);
+        Ok(Self {
+            raw: RawEvent(raw),
+            cuda: Arc::clone(cuda),
+        })
+    }
+
+    /// Marks the current end of `stream`'s queued work.
+    pub fn record(&self, stream: &Stream) -> Result<(), CudaError> {
+        self.cuda.bind()?;
+        // SAFETY: live event and stream handles of the same context.
+        check("cuEventRecord", unsafe {
+            sys::cuEventRecord(self.raw.0, stream.raw())
+        })
+    }
+
+    /// Whether the work before the last record has finished (true if never
+    /// recorded).
+    pub fn is_done(&self) -> Result<bool, CudaError> {
+        self.cuda.bind()?;
+        // SAFETY: a live event handle.
+        match unsafe { sys::cuEventQuery(self.raw.0) } {
+            sys::CUresult::CUDA_SUCCESS => Ok(true),
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            code => check("cuEventQuery", code).map(|()| false),
+        }
+    }
+
+    /// Waits on the CPU until the work before the last record has finished.
+    pub fn synchronize(&self) -> Result<(), CudaError> {
+        self.cuda.bind()?;
+        // SAFETY: a live event handle.
+        check("cuEventSynchronize", unsafe {
+            sys::cuEventSynchronize(self.raw.0)
+        })
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if self.cuda.bind().is_ok() {
+            // SAFETY: the handle came from cuEventCreate and is destroyed
+            // once, here.
+            let _ = unsafe { sys::cuEventDestroy_v2(self.raw.0) };
+        }
+        self.cuda.counts.destroyed(Kind::Event, 0);
+    }
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Event({:p})", self.raw.0)
+    }
+}

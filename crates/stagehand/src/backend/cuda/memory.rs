@@ -1,0 +1,449 @@
+//! Device and pinned host memory, and the pool over them.
+//!
+//! # Which allocator, and why
+//!
+//! The device pool allocates with plain `cuMemAlloc` and frees with
+//! `cuMemFree`, even where the device supports stream-ordered pools
+//! (`cuMemAllocAsync`, reported as [`CudaInfo::memory_pools`]). The driver's
+//! stream-ordered pool is itself a cache: stacking ours on it would keep
+//! freed memory in two places, and [`Pool::trim`] could no longer hand
+//! memory back to the device, which is what out-of-memory recovery and a
+//! leak check by `cuMemGetInfo` both rely on. The stream ordering that
+//! `cuMemAllocAsync` gives is kept here by [`DeviceBuffer`] (below).
+//!
+//! # Stream-ordered reuse
+//!
+//! A [`DeviceBuffer`] belongs to one stream. Dropping it hands the block
+//! back at once, without waiting for the GPU: work queued on that stream
+//! before the drop runs before anything queued on it later, so the next
+//! user on the same stream may have it immediately. A user on another
+//! stream gets it only after the driver is told to order the two: the block
+//! records an event on the stream it last belonged to and the new stream
+//! waits for it (on the GPU; the CPU does not wait). The same happens when a
+//! buffer [moves](DeviceBuffer::move_to) to another stream.
+//!
+//! The rule for users, as on wgpu: queue every use of a buffer on its
+//! stream before dropping it.
+//!
+//! [`CudaInfo::memory_pools`]: super::CudaInfo::memory_pools
+
+use super::counts::Kind;
+use super::{Cuda, CudaError, Event, Shared, Stream, check};
+use crate::pool::{AllocError, Pool, PoolBackend, PoolConfig, PoolError, Pooled};
+use cudarc::driver::sys;
+use parking_lot::Mutex;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// The largest single allocation we pass to the driver.
+const MAX_BYTES: u64 = isize::MAX as u64;
+
+/// Where a block was last used, and the event that orders reuse elsewhere.
+#[derive(Default)]
+struct LastUse {
+    stream: Option<Stream>,
+    event: Option<Event>,
+}
+
+/// One `cuMemAlloc` allocation, freed with `cuMemFree` when dropped.
+pub struct DeviceBlock {
+    ptr: sys::CUdeviceptr,
+    bytes: u64,
+    last: Mutex<LastUse>,
+    cuda: Arc<Shared>,
+}
+
+impl DeviceBlock {
+    pub(super) fn allocate(cuda: &Arc<Shared>, bytes: u64) -> Result<Self, CudaError> {
+        if bytes == 0 || bytes > MAX_BYTES {
+            return Err(CudaError::Invalid(format!(
+                "a device allocation of {bytes} bytes"
+            )));
+        }
+        cuda.bind()?;
+        let mut ptr = 0;
+        // SAFETY: the driver writes one device pointer through a valid
+        // pointer; the length is checked above.
+        check("cuMemAlloc", unsafe {
+            sys::cuMemAlloc_v2(&mut ptr, bytes as usize)
+        })?;
+        cuda.counts.created(Kind::Device, bytes);
+        Ok(Self {
+            ptr,
+            bytes,
+            last: Mutex::new(LastUse::default()),
+            cuda: Arc::clone(cuda),
+        })
+    }
+
+    /// The device address.
+    pub fn ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    /// Bytes allocated.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Orders this block's use on `stream` after its last use elsewhere, and
+    /// makes `stream` its stream.
+    fn hand_to(&self, stream: &Stream) -> Result<(), CudaError> {
+        let mut guard = self.last.lock();
+        let last = &mut *guard;
+        if let Some(previous) = last.stream.as_ref().filter(|s| !s.same(stream)) {
+            let event = match &mut last.event {
+                Some(event) => event,
+                empty => empty.insert(Event::new(&self.cuda)?),
+            };
+            event.record(previous)?;
+            stream.wait(event)?;
+        }
+        last.stream = Some(stream.clone());
+        Ok(())
+    }
+}
+
+impl Drop for DeviceBlock {
+    fn drop(&mut self) {
+        let last = self.last.get_mut();
+        // Free only once the last user's work is done with it.
+        if let Some(stream) = last.stream.take() {
+            let _ = stream.synchronize();
+        }
+        last.event = None;
+        if self.cuda.bind().is_ok() {
+            // SAFETY: the pointer came from cuMemAlloc and is freed once,
+            // here; no queued work uses it (synchronised above).
+            let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
+        }
+        self.cuda.counts.destroyed(Kind::Device, self.bytes);
+    }
+}
+
+impl fmt::Debug for DeviceBlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DeviceBlock({:#x}, {} bytes)", self.ptr, self.bytes)
+    }
+}
+
+/// The pool backend over device memory. All device memory stands in for
+/// all other, so the key is `()`; requests round up to capacity classes.
+#[derive(Clone, Debug)]
+pub struct DeviceMemory {
+    cuda: Cuda,
+}
+
+fn alloc_error(e: CudaError) -> AllocError {
+    match e {
+        CudaError::OutOfMemory { .. } => AllocError::OutOfMemory,
+        CudaError::Invalid(m) => AllocError::Invalid(m),
+        other => AllocError::Device(other.to_string()),
+    }
+}
+
+fn check_len(capacity: u64) -> Result<(), AllocError> {
+    if capacity > MAX_BYTES {
+        return Err(AllocError::Invalid(format!(
+            "{capacity} bytes is more than one allocation can hold"
+        )));
+    }
+    Ok(())
+}
+
+impl PoolBackend for DeviceMemory {
+    type Key = ();
+    type Block = DeviceBlock;
+    const CLASSES: bool = true;
+
+    /// Only the length's range is checked: a request larger than the device
+    /// reaches the driver and comes back as out-of-memory, as it would
+    /// from `cuMemAlloc`.
+    fn check(&self, _key: &(), capacity: u64) -> Result<(), AllocError> {
+        check_len(capacity)
+    }
+
+    fn allocate(&self, _key: &(), capacity: u64) -> Result<DeviceBlock, AllocError> {
+        self.cuda.alloc_device(capacity).map_err(alloc_error)
+    }
+
+    fn free(&self, _key: &(), block: DeviceBlock) {
+        drop(block);
+    }
+}
+
+/// A caching pool of device memory with stream-ordered reuse (see the
+/// [module](self) notes).
+pub struct DevicePool {
+    pool: Pool<DeviceMemory>,
+}
+
+impl DevicePool {
+    /// A pool over `cuda`'s device memory.
+    pub fn new(cuda: &Cuda, config: PoolConfig) -> Result<Self, PoolError> {
+        let backend = DeviceMemory { cuda: cuda.clone() };
+        Ok(Self {
+            pool: Pool::new(backend, config)?,
+        })
+    }
+
+    /// Takes at least `len` bytes for work on `stream`. A block last used
+    /// on another stream is ordered after that use on the GPU.
+    ///
+    /// Errors as [`Pool::take`]: zero length is
+    /// [`PoolError::InvalidRequest`]; more than the device can give is
+    /// [`PoolError::OutOfMemory`] after idle blocks were freed and the
+    /// allocation retried.
+    pub fn take(&self, len: u64, stream: &Stream) -> Result<DeviceBuffer, PoolError> {
+        let block = self.pool.take((), len)?;
+        block
+            .hand_to(stream)
+            .map_err(|e| PoolError::Device(e.to_string()))?;
+        Ok(DeviceBuffer {
+            block,
+            stream: stream.clone(),
+        })
+    }
+
+    /// The pool itself: stats, trim, batches and budget.
+    pub fn pool(&self) -> &Pool<DeviceMemory> {
+        &self.pool
+    }
+}
+
+impl fmt::Debug for DevicePool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.pool.fmt(f)
+    }
+}
+
+/// Device memory on loan from a [`DevicePool`], for work on one stream.
+/// Goes back to the pool when dropped.
+pub struct DeviceBuffer {
+    block: Pooled<DeviceMemory>,
+    stream: Stream,
+}
+
+impl DeviceBuffer {
+    /// The device address, for kernels and copies.
+    pub fn ptr(&self) -> sys::CUdeviceptr {
+        self.block.ptr()
+    }
+
+    /// Bytes asked for.
+    pub fn len(&self) -> u64 {
+        self.block.requested()
+    }
+
+    /// Whether it holds no bytes (never, for a buffer from a pool).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes the block holds (the request rounded up to its class).
+    pub fn capacity(&self) -> u64 {
+        self.block.capacity()
+    }
+
+    /// The stream its work is queued on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// Moves it to `stream`: work queued there from now on runs after
+    /// everything queued on its old stream so far.
+    pub fn move_to(&mut self, stream: &Stream) -> Result<(), CudaError> {
+        self.block.hand_to(stream)?;
+        self.stream = stream.clone();
+        Ok(())
+    }
+
+    fn range(&self, offset: u64, len: usize) -> Result<sys::CUdeviceptr, CudaError> {
+        match offset.checked_add(len as u64) {
+            Some(end) if end <= self.len() => Ok(self.ptr() + offset),
+            _ => Err(CudaError::Invalid(format!(
+                "bytes {offset}..{offset}+{len} are outside a buffer of {} bytes",
+                self.len()
+            ))),
+        }
+    }
+
+    /// Copies `data` to `offset`, waiting for the stream's queued work first
+    /// and for the copy to finish. For set-up and checks; uploads that must
+    /// not block go through the [CUDA upload engine](crate::upload::cuda).
+    pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), CudaError> {
+        let dst = self.range(offset, data.len())?;
+        self.stream.synchronize()?;
+        // SAFETY: `dst..dst+len` lies in this live allocation (checked), the
+        // source is a valid slice, and no queued work uses the buffer.
+        check("cuMemcpyHtoD", unsafe {
+            sys::cuMemcpyHtoD_v2(dst, data.as_ptr().cast(), data.len())
+        })
+    }
+
+    /// Copies bytes from `offset` into `out`, after the stream's queued work.
+    pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), CudaError> {
+        let src = self.range(offset, out.len())?;
+        self.stream.synchronize()?;
+        // SAFETY: `src..src+len` lies in this live allocation (checked) and
+        // `out` is a valid, exclusively borrowed slice.
+        check("cuMemcpyDtoH", unsafe {
+            sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), src, out.len())
+        })
+    }
+
+    /// Queues a copy of `src` (pinned, so the copy is asynchronous) to
+    /// `offset` on `stream`. The caller keeps `src` unchanged and alive
+    /// until the stream has passed the copy (an event recorded after it).
+    pub(crate) fn copy_from_pinned(
+        &self,
+        offset: u64,
+        src: &PinnedBlock,
+        len: usize,
+        stream: &Stream,
+    ) -> Result<(), CudaError> {
+        let dst = self.range(offset, len)?;
+        if len > src.len() {
+            return Err(CudaError::Invalid(format!(
+                "{len} bytes from a pinned buffer of {}",
+                src.len()
+            )));
+        }
+        self.block.cuda.bind()?;
+        // SAFETY: both ranges are in live allocations (checked); the caller
+        // keeps the pinned source alive and unchanged until the copy is done.
+        check("cuMemcpyHtoDAsync", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(dst, src.ptr.as_ptr().cast(), len, stream.raw())
+        })
+    }
+}
+
+impl fmt::Debug for DeviceBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceBuffer")
+            .field("ptr", &format_args!("{:#x}", self.ptr()))
+            .field("len", &self.len())
+            .field("stream", &self.stream)
+            .finish()
+    }
+}
+
+/// Page-locked host memory from `cuMemHostAlloc`, zeroed when allocated and
+/// freed with `cuMemFreeHost` when dropped. The device copies from it
+/// asynchronously, at full bus speed.
+pub struct PinnedBlock {
+    ptr: NonNull<u8>,
+    bytes: usize,
+    cuda: Arc<Shared>,
+}
+
+// SAFETY: the block owns its allocation; `&self` gives only reads and
+// `&mut self` the only writes, as for a `Box<[u8]>`.
+unsafe impl Send for PinnedBlock {}
+// SAFETY: as above.
+unsafe impl Sync for PinnedBlock {}
+
+impl PinnedBlock {
+    pub(super) fn allocate(cuda: &Arc<Shared>, bytes: u64) -> Result<Self, CudaError> {
+        if bytes == 0 || bytes > MAX_BYTES {
+            return Err(CudaError::Invalid(format!(
+                "a pinned allocation of {bytes} bytes"
+            )));
+        }
+        cuda.bind()?;
+        let mut raw = std::ptr::null_mut();
+        // Plain page-locked memory: write-combined memory would make the
+        // CPU's copies in faster only for streaming stores, and reads of it
+        // (a check reading staging back) very slow.
+        // SAFETY: the driver writes one host pointer through a valid pointer.
+        check("cuMemHostAlloc", unsafe {
+            sys::cuMemHostAlloc(&mut raw, bytes as usize, 0)
+        })?;
+        let Some(ptr) = NonNull::new(raw.cast::<u8>()) else {
+            return Err(CudaError::Driver {
+                call: "cuMemHostAlloc",
+                code: "null pointer".into(),
+            });
+        };
+        // SAFETY: the driver gave us `bytes` writable bytes at `ptr`.
+        unsafe { ptr.as_ptr().write_bytes(0, bytes as usize) };
+        cuda.counts.created(Kind::Pinned, bytes);
+        Ok(Self {
+            ptr,
+            bytes: bytes as usize,
+            cuda: Arc::clone(cuda),
+        })
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    /// Whether it holds no bytes (never).
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+
+    /// Its bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `bytes` initialised bytes at `ptr`, owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.bytes) }
+    }
+
+    /// Its bytes, to write. The device must not be copying from it: wait for
+    /// the event recorded after the last copy first.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as `as_slice`, and `&mut self` makes this the only borrow.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.bytes) }
+    }
+}
+
+impl Drop for PinnedBlock {
+    fn drop(&mut self) {
+        if self.cuda.bind().is_ok() {
+            // SAFETY: the pointer came from cuMemHostAlloc and is freed once,
+            // here; its owners wait for copies from it before dropping it.
+            let _ = unsafe { sys::cuMemFreeHost(self.ptr.as_ptr().cast()) };
+        }
+        self.cuda.counts.destroyed(Kind::Pinned, self.bytes as u64);
+    }
+}
+
+impl fmt::Debug for PinnedBlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PinnedBlock({:p}, {} bytes)", self.ptr, self.bytes)
+    }
+}
+
+/// The pool backend over pinned host memory; the key is `()`.
+#[derive(Clone, Debug)]
+pub struct PinnedMemory {
+    cuda: Cuda,
+}
+
+impl PinnedMemory {
+    /// Pinned host memory of `cuda`'s context.
+    pub fn new(cuda: &Cuda) -> Self {
+        Self { cuda: cuda.clone() }
+    }
+}
+
+impl PoolBackend for PinnedMemory {
+    type Key = ();
+    type Block = PinnedBlock;
+    const CLASSES: bool = true;
+
+    fn check(&self, _key: &(), capacity: u64) -> Result<(), AllocError> {
+        check_len(capacity)
+    }
+
+    fn allocate(&self, _key: &(), capacity: u64) -> Result<PinnedBlock, AllocError> {
+        self.cuda.alloc_pinned(capacity).map_err(alloc_error)
+    }
+
+    fn free(&self, _key: &(), block: PinnedBlock) {
+        drop(block);
+    }
+}
