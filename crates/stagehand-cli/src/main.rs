@@ -64,7 +64,10 @@ struct ReportArgs {
 
 fn report(args: &ReportArgs) -> stagehand::Result<()> {
     let gpu = args.gpu.open()?;
-    let report = gpu.report();
+    #[allow(unused_mut)] // only the CUDA section is added afterwards
+    let mut report = gpu.report();
+    #[cfg(feature = "cuda")]
+    report.add(&cuda_section());
     if args.json {
         println!("{}", report.to_json_string());
     } else {
@@ -73,12 +76,22 @@ fn report(args: &ReportArgs) -> stagehand::Result<()> {
     Ok(())
 }
 
+/// Device 0's `cuda` section, or the one line saying why there is none.
+#[cfg(feature = "cuda")]
+fn cuda_section() -> stagehand::diag::sections::CudaSection {
+    use stagehand::backend::cuda::Cuda;
+    match Cuda::open(0) {
+        Ok(cuda) => cuda.section(Vec::new(), None),
+        Err(e) => stagehand::diag::sections::CudaSection::unavailable(&e),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Play(args) => play::run(args).map_err(|e| e.to_string()),
         Command::Report(args) => report(args).map_err(|e| e.to_string()),
-        Command::Bench(args) => bench::run(args).map_err(|e| e.to_string()),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

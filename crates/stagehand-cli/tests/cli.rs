@@ -1,5 +1,6 @@
 //! The `stagehand` command, run as a user runs it.
 
+use std::io::Write;
 use std::process::Command;
 
 fn stagehand(args: &[&str]) -> std::process::Output {
@@ -24,12 +25,37 @@ fn report_prints_every_section() {
         "versions",
         "object_counts",
         "wgpu_report",
+        #[cfg(feature = "cuda")]
+        "cuda",
     ] {
         assert!(
             text.contains(&format!("\u{2588}\u{2588} {name}:")),
             "{name} missing:\n{text}"
         );
     }
+}
+
+/// Without a CUDA driver the `cuda` section is one line saying so.
+#[cfg(feature = "cuda")]
+#[test]
+fn report_says_in_one_line_that_cuda_is_unavailable() {
+    let out = stagehand(&["report"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let section = text
+        .split("\u{2588}\u{2588} cuda:")
+        .nth(1)
+        .expect("a cuda section");
+    let lines: Vec<&str> = section.lines().filter(|l| !l.trim().is_empty()).collect();
+    if stagehand::backend::cuda::driver_present() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED report_says_in_one_line_that_cuda_is_unavailable: a CUDA driver is present"
+        );
+        assert!(lines.iter().any(|l| l.contains("device")), "{section}");
+        return;
+    }
+    assert_eq!(lines.len(), 1, "{section}");
+    assert!(lines[0].contains("unavailable") && lines[0].contains("no CUDA driver"));
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! Each benchmark interleaves its variants round by round, so drift in the
 //! machine's load hits them all alike, and reports the median of the rounds.
 
+#[cfg(feature = "cuda")]
+mod cuda;
 mod pool;
 mod stats;
 mod tracking;
@@ -39,10 +41,22 @@ enum Which {
     /// 4K frames streamed by write_texture, StagingBelt, a naive thread and
     /// stagehand, at an unlimited rate and at 60 fps.
     Upload,
+    /// CUDA: pooled take + drop against cuMemAlloc + cuMemFree, and
+    /// host-to-device bandwidth (pageable, pinned, upload engine).
+    #[cfg(feature = "cuda")]
+    Cuda,
 }
 
 /// Runs the chosen benchmark and prints its table.
-pub fn run(args: &BenchArgs) -> stagehand::Result<()> {
+pub fn run(args: &BenchArgs) -> Result<(), String> {
+    #[cfg(feature = "cuda")]
+    if let Which::Cuda = args.which {
+        return cuda::run(args.rounds, args.ops);
+    }
+    run_wgpu(args).map_err(|e| e.to_string())
+}
+
+fn run_wgpu(args: &BenchArgs) -> stagehand::Result<()> {
     let gpu = std::sync::Arc::new(args.gpu.open()?);
     let info = gpu.info();
     println!(
@@ -53,5 +67,7 @@ pub fn run(args: &BenchArgs) -> stagehand::Result<()> {
         Which::Tracking => tracking::run(&gpu, args.rounds, args.ops),
         Which::Pool => pool::run(gpu, args.rounds, args.ops),
         Which::Upload => upload::run(gpu, args.frames),
+        #[cfg(feature = "cuda")]
+        Which::Cuda => unreachable!("handled before opening wgpu"),
     }
 }

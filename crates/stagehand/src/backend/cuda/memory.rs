@@ -293,10 +293,14 @@ impl DeviceBuffer {
         })
     }
 
-    /// Queues a copy of `src` (pinned, so the copy is asynchronous) to
-    /// `offset` on `stream`. The caller keeps `src` unchanged and alive
-    /// until the stream has passed the copy (an event recorded after it).
-    pub(crate) fn copy_from_pinned(
+    /// Queues a copy of the first `len` bytes of `src` (pinned, so the copy
+    /// is asynchronous) to `offset` on `stream`, and returns at once. Keep
+    /// `src` alive and unchanged until the stream has passed the copy (wait
+    /// on an event recorded after it, or on the stream): until then the
+    /// device may still be reading it.
+    ///
+    /// Errors: [`CudaError::Invalid`] for a range outside either buffer.
+    pub fn copy_from_pinned(
         &self,
         offset: u64,
         src: &PinnedBlock,
