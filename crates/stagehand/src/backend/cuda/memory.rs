@@ -92,13 +92,18 @@ impl DeviceBlock {
     fn hand_to(&self, stream: &Stream) -> Result<(), CudaError> {
         let mut guard = self.last.lock();
         let last = &mut *guard;
-        if let Some(previous) = last.stream.as_ref().filter(|s| !s.same(stream)) {
-            let event = match &mut last.event {
-                Some(event) => event,
-                empty => empty.insert(Event::new(&self.cuda)?),
-            };
-            event.record(previous)?;
-            stream.wait(event)?;
+        match &last.stream {
+            // The hot path: reuse on the same stream costs nothing more.
+            Some(previous) if previous.same(stream) => return Ok(()),
+            Some(previous) => {
+                let event = match &mut last.event {
+                    Some(event) => event,
+                    empty => empty.insert(Event::new(&self.cuda)?),
+                };
+                event.record(previous)?;
+                stream.wait(event)?;
+            }
+            None => {}
         }
         last.stream = Some(stream.clone());
         Ok(())

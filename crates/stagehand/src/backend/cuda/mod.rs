@@ -19,7 +19,7 @@
 
 mod counts;
 mod handles;
-mod memory;
+pub mod memory;
 
 pub use counts::CudaCounts;
 pub use handles::{Event, Stream};
