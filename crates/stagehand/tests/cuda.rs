@@ -9,7 +9,7 @@
 
 use bytes::Bytes;
 use stagehand::Report;
-use stagehand::backend::cuda::{Cuda, CudaError, DevicePool, driver_present};
+use stagehand::backend::cuda::{Cuda, CudaError, DevicePool, Stream, driver_present};
 use stagehand::diag::sections::CudaSection;
 use stagehand::pool::{PoolConfig, PoolError};
 use stagehand::upload::cuda::{CudaEngineConfig, CudaUploadEngine};
@@ -51,6 +51,13 @@ fn engine(cuda: &Cuda) -> CudaUploadEngine {
         max_in_flight_bytes: 64 * MIB,
     };
     CudaUploadEngine::new(cuda, config).expect("engine")
+}
+
+/// What most tests start from: a device pool, a stream and an engine.
+fn setup(cuda: &Cuda) -> (DevicePool, Stream, CudaUploadEngine) {
+    let pool = DevicePool::new(cuda, PoolConfig::named("device")).expect("pool");
+    let stream = cuda.new_stream().expect("stream");
+    (pool, stream, engine(cuda))
 }
 
 /// Deterministic bytes: an xorshift stream from `seed`.
@@ -147,9 +154,7 @@ fn uploads_land_byte_for_byte() {
     let Some((cuda, _device)) = cuda("uploads_land_byte_for_byte") else {
         return;
     };
-    let pool = DevicePool::new(&cuda, PoolConfig::named("device")).expect("pool");
-    let stream = cuda.new_stream().unwrap();
-    let engine = engine(&cuda);
+    let (pool, stream, engine) = setup(&cuda);
     let len = 3 * MIB as usize + 12_345;
     let dst = Arc::new(pool.take(len as u64, &stream).expect("take"));
     dst.write(0, &vec![0; len]).expect("clear");
@@ -192,9 +197,7 @@ fn bad_input_is_refused_and_others_land() {
     let Some((cuda, _device)) = cuda("bad_input_is_refused_and_others_land") else {
         return;
     };
-    let pool = DevicePool::new(&cuda, PoolConfig::named("device")).expect("pool");
-    let stream = cuda.new_stream().unwrap();
-    let engine = engine(&cuda);
+    let (pool, stream, engine) = setup(&cuda);
     let dst = Arc::new(pool.take(MIB, &stream).unwrap());
     let good = engine.upload(&dst, 0, pattern(7, MIB as usize)).unwrap();
     // Zero bytes: ZeroSized.
@@ -243,9 +246,7 @@ fn cancel_callbacks_and_drop_resolve_everything() {
     let Some((cuda, _device)) = cuda("cancel_callbacks_and_drop_resolve_everything") else {
         return;
     };
-    let pool = DevicePool::new(&cuda, PoolConfig::named("device")).expect("pool");
-    let stream = cuda.new_stream().unwrap();
-    let engine = engine(&cuda);
+    let (pool, stream, engine) = setup(&cuda);
     let dst = Arc::new(pool.take(8 * MIB, &stream).unwrap());
     let data = Bytes::from(pattern(3, 8 * MIB as usize));
     let uploads: Vec<_> = (0..40)
@@ -292,9 +293,7 @@ fn no_leaks_after_pools_and_engines() {
     let (free_before, _) = cuda.memory_info().unwrap();
     let start = cuda.counts();
     for round in 0..20u64 {
-        let pool = DevicePool::new(&cuda, PoolConfig::named("device")).unwrap();
-        let stream = cuda.new_stream().unwrap();
-        let engine = engine(&cuda);
+        let (pool, stream, engine) = setup(&cuda);
         let dst = Arc::new(pool.take(4 * MIB + round, &stream).unwrap());
         let up = engine
             .upload(&dst, 0, pattern(round, 4 * MIB as usize))
@@ -349,10 +348,8 @@ fn section_lists_the_device() {
     let Some((cuda, _device)) = cuda("section_lists_the_device") else {
         return;
     };
-    let pool = DevicePool::new(&cuda, PoolConfig::named("device")).unwrap();
-    let stream = cuda.new_stream().unwrap();
+    let (pool, stream, engine) = setup(&cuda);
     let block = pool.take(MIB, &stream).unwrap();
-    let engine = engine(&cuda);
     let section = cuda.section(vec![pool.pool().stats()], Some(engine.stats()));
     let mut report = Report::new();
     report.add(&section);

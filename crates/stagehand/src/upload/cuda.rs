@@ -28,7 +28,7 @@
 
 use super::error::UploadError;
 use super::future::{Upload, UploadShared, UploadStatus, phase};
-use super::stats::{self, Counters, UploadStats, Window};
+use super::stats::{Counters, UploadStats, Window};
 use crate::backend::cuda::{Cuda, CudaError, DeviceBuffer, Event, PinnedMemory, Stream};
 use crate::diag::sections::UploadSection;
 use crate::pool::{Pool, PoolConfig, Pooled};
@@ -456,21 +456,13 @@ impl CudaUploadEngine {
 
     /// The engine's numbers now.
     pub fn stats(&self) -> UploadStats {
-        let c = &self.shared.counters;
-        UploadStats {
-            workers: self.workers.len(),
-            priority: "normal (not changed)".into(),
-            queued: stats::load(&c.queued),
-            active: stats::load(&c.active),
-            completed: stats::load(&c.completed),
-            cancelled: stats::load(&c.cancelled),
-            superseded: stats::load(&c.superseded),
-            failed: stats::load(&c.failed),
-            bytes_uploaded: stats::load(&c.bytes),
-            bandwidth: self.shared.window.lock().rate(),
-            staging_held: self.shared.pinned.stats().held,
-            callback_panics: self.shared.panics.load(Ordering::Relaxed),
-        }
+        self.shared.counters.stats(
+            self.workers.len(),
+            "normal (not changed)".into(),
+            self.shared.window.lock().rate(),
+            self.shared.pinned.stats().held,
+            self.shared.panics.load(Ordering::Relaxed),
+        )
     }
 
     /// The pinned staging pool's numbers.

@@ -345,21 +345,13 @@ impl UploadEngine {
 
     /// The engine's numbers now.
     pub fn stats(&self) -> UploadStats {
-        let c = &self.shared.counters;
-        UploadStats {
-            workers: self.workers.len(),
-            priority: self.priority.clone(),
-            queued: stats::load(&c.queued),
-            active: stats::load(&c.active),
-            completed: stats::load(&c.completed),
-            cancelled: stats::load(&c.cancelled),
-            superseded: stats::load(&c.superseded),
-            failed: stats::load(&c.failed),
-            bytes_uploaded: stats::load(&c.bytes),
-            bandwidth: self.shared.window.lock().rate(),
-            staging_held: self.shared.staging.stats().held,
-            callback_panics: self.shared.panics.load(Ordering::Relaxed),
-        }
+        self.shared.counters.stats(
+            self.workers.len(),
+            self.priority.clone(),
+            self.shared.window.lock().rate(),
+            self.shared.staging.stats().held,
+            self.shared.panics.load(Ordering::Relaxed),
+        )
     }
 
     /// The report section of this engine.

@@ -50,6 +50,32 @@ impl Window {
 }
 
 impl Counters {
+    /// The engine's numbers, from these counters and what only the engine
+    /// knows.
+    pub fn stats(
+        &self,
+        workers: usize,
+        priority: String,
+        bandwidth: f64,
+        staging_held: u64,
+        callback_panics: u64,
+    ) -> UploadStats {
+        UploadStats {
+            workers,
+            priority,
+            queued: load(&self.queued),
+            active: load(&self.active),
+            completed: load(&self.completed),
+            cancelled: load(&self.cancelled),
+            superseded: load(&self.superseded),
+            failed: load(&self.failed),
+            bytes_uploaded: load(&self.bytes),
+            bandwidth,
+            staging_held,
+            callback_panics,
+        }
+    }
+
     pub fn bump(c: &AtomicU64) {
         c.fetch_add(1, Relaxed);
     }
