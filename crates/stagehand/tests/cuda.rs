@@ -231,6 +231,14 @@ fn bad_input_is_refused_and_others_land() {
             slots_per_worker: 0,
             ..Default::default()
         },
+        CudaEngineConfig {
+            workers: 1000,
+            ..Default::default()
+        },
+        CudaEngineConfig {
+            chunk_bytes: u64::MAX / 2,
+            ..Default::default()
+        },
     ] {
         let e = CudaUploadEngine::new(&cuda, config).unwrap_err();
         assert!(matches!(e, UploadError::InvalidConfig(_)), "{e}");
@@ -359,4 +367,49 @@ fn section_lists_the_device() {
     let live = section.live.expect("live counts");
     assert!(live.device_allocations >= 1 && live.streams >= 2 && live.pinned_buffers >= 1);
     drop((block, engine));
+}
+
+/// A waker that panics, and an engine dropped from inside a callback on its
+/// own completion thread: neither hangs or kills the engine's threads.
+#[test]
+fn panicking_waker_and_drop_from_a_callback() {
+    let Some((cuda, _device)) = cuda("panicking_waker_and_drop_from_a_callback") else {
+        return;
+    };
+    let (pool, stream, engine) = setup(&cuda);
+    let dst = Arc::new(pool.take(4 * MIB, &stream).unwrap());
+    let engine = Arc::new(engine);
+    let data = Bytes::from(pattern(9, 4 * MIB as usize));
+
+    struct Panics;
+    impl std::task::Wake for Panics {
+        fn wake(self: Arc<Self>) {
+            panic!("an executor's waker panics");
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Panics));
+    let mut polled = std::pin::pin!(engine.upload(&dst, 0, data.clone()).unwrap());
+    let mut cx = std::task::Context::from_waker(&waker);
+    // Pending now (copies take a while), or already done.
+    let _ = std::future::Future::poll(polled.as_mut(), &mut cx);
+    let after = engine.upload(&dst, 0, data.clone()).unwrap();
+    assert_eq!(after.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+
+    // The last handle to the engine, dropped inside a callback.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let last = engine.upload(&dst, 0, data).unwrap();
+    let held = Arc::clone(&engine);
+    last.on_complete(move |outcome| {
+        drop(held);
+        let _ = tx.send(outcome.status.clone());
+    });
+    drop(engine);
+    let status = rx.recv_timeout(WAIT).expect("the callback ran");
+    assert_eq!(status, UploadStatus::Done);
+    // Everything the engine held goes back once its threads are gone.
+    let deadline = std::time::Instant::now() + WAIT;
+    while cuda.counts().pinned_buffers != 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(cuda.counts().pinned_buffers, 0);
 }

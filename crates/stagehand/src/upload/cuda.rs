@@ -23,6 +23,11 @@
 //! the destination's stream before a chunk is queued runs first: the
 //! transfer stream waits for it on the GPU.
 //!
+//! Callbacks given to [`Upload::on_complete`] run on the engine's completion
+//! thread: they must not block on the engine (an `upload` waiting for room
+//! there would wait for itself). An upload that fails after some of its
+//! chunks landed leaves those bytes written; its outcome says `Failed`.
+//!
 //! Not here, unlike on wgpu: superseding a queued upload by a newer one and
 //! filling staging in place.
 
@@ -36,6 +41,7 @@ use bytes::Bytes;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use std::ops::Range;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
@@ -71,16 +77,32 @@ impl Default for CudaEngineConfig {
 }
 
 impl CudaEngineConfig {
+    /// Most workers an engine may have.
+    pub const MAX_WORKERS: usize = 64;
+    /// Most slots a worker may cycle through.
+    pub const MAX_SLOTS_PER_WORKER: usize = 16;
+    /// Most pinned memory an engine may hold, `workers * slots_per_worker *
+    /// chunk_bytes`: 16 GiB.
+    pub const MAX_PINNED_BYTES: u64 = 16 << 30;
+
     fn validate(&self) -> Result<(), UploadError> {
         let bad = |m: &str| Err(UploadError::InvalidConfig(m.into()));
-        if self.workers == 0 {
-            return bad("workers must be at least 1");
+        if self.workers == 0 || self.workers > Self::MAX_WORKERS {
+            return bad("workers must be between 1 and 64");
         }
-        if self.chunk_bytes < 4096 || self.chunk_bytes > (1 << 40) {
-            return bad("chunk_bytes must be between 4 KiB and 1 TiB");
+        if self.chunk_bytes < 4096 {
+            return bad("chunk_bytes must be at least 4 KiB");
         }
-        if self.slots_per_worker == 0 {
-            return bad("slots_per_worker must be at least 1");
+        if self.slots_per_worker == 0 || self.slots_per_worker > Self::MAX_SLOTS_PER_WORKER {
+            return bad("slots_per_worker must be between 1 and 16");
+        }
+        let pinned = (self.workers as u64 * self.slots_per_worker as u64)
+            .checked_mul(self.chunk_bytes)
+            .filter(|&b| b <= Self::MAX_PINNED_BYTES);
+        if pinned.is_none() {
+            return bad(
+                "workers * slots_per_worker * chunk_bytes must be at most 16 GiB of pinned memory",
+            );
         }
         if self.max_in_flight_bytes == 0 {
             return bad("max_in_flight_bytes must be at least 1");
@@ -130,10 +152,15 @@ struct InFlight {
     job: Arc<Job>,
 }
 
+/// The in-flight bound. Uploads that wait are served first come, first
+/// served: a large upload is not passed over by a stream of small ones.
 #[derive(Default)]
 struct Admission {
     bytes: u64,
     uploads: u64,
+    /// The next waiting upload's ticket, and the ticket served now.
+    next_ticket: u64,
+    serving: u64,
 }
 
 struct Shared {
@@ -166,17 +193,14 @@ impl Shared {
         self.admitted.notify_all();
     }
 
-    /// Waits until it is chunk `seq`'s turn to be queued on the stream.
-    fn wait_turn(&self, seq: u64) {
+    /// Waits until it is chunk `seq`'s turn to be queued on the stream; the
+    /// turn passes to the next chunk when the guard drops, even by a panic.
+    fn wait_turn(&self, seq: u64) -> Turn<'_> {
         let mut turn = self.turn.lock();
         while *turn != seq {
             self.turned.wait(&mut turn);
         }
-    }
-
-    fn end_turn(&self) {
-        *self.turn.lock() += 1;
-        self.turned.notify_all();
+        Turn(self)
     }
 
     /// Ends a chunk; the last chunk of a job resolves its upload.
@@ -238,7 +262,23 @@ impl Shared {
         let offset = job.offset + chunk.range.start as u64;
         job.dst
             .copy_from_pinned(offset, &slot.block, chunk.range.len(), &self.stream)?;
-        slot.event.record(&self.stream)
+        if let Err(e) = slot.event.record(&self.stream) {
+            // The copy is queued but nothing marks its end: wait for the
+            // whole stream before the slot or the destination can go back.
+            let _ = self.stream.synchronize();
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+/// A chunk's turn at the transfer stream.
+struct Turn<'a>(&'a Shared);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        *self.0.turn.lock() += 1;
+        self.0.turned.notify_all();
     }
 }
 
@@ -414,24 +454,34 @@ impl CudaUploadEngine {
         Ok(self.handle(&upload, len))
     }
 
-    /// Takes `len` bytes of the in-flight bound, waiting for room if `wait`.
+    /// Takes `len` bytes of the in-flight bound, waiting for room (in turn
+    /// with other waiters) if `wait`.
     fn admit(&self, len: u64, wait: bool) -> Result<(), UploadError> {
         let shared = &self.shared;
         let mut a = shared.admission.lock();
-        loop {
-            if shared.shut_down.load(Ordering::Acquire) {
-                return Err(UploadError::ShutDown);
-            }
-            if a.uploads == 0 || a.bytes + len <= shared.max_in_flight {
-                a.bytes += len;
-                a.uploads += 1;
-                return Ok(());
-            }
-            if !wait {
+        let fits = |a: &Admission| a.uploads == 0 || a.bytes + len <= shared.max_in_flight;
+        if !wait {
+            if a.next_ticket != a.serving || !fits(&a) {
                 return Err(UploadError::WouldBlock("the engine's in-flight bytes"));
             }
-            shared.admitted.wait(&mut a);
+        } else {
+            let ticket = a.next_ticket;
+            a.next_ticket += 1;
+            while a.serving != ticket || !fits(&a) {
+                if shared.shut_down.load(Ordering::Acquire) {
+                    break;
+                }
+                shared.admitted.wait(&mut a);
+            }
+            a.serving += 1;
+            shared.admitted.notify_all();
         }
+        if shared.shut_down.load(Ordering::Acquire) {
+            return Err(UploadError::ShutDown);
+        }
+        a.bytes += len;
+        a.uploads += 1;
+        Ok(())
     }
 
     fn handle(&self, upload: &Arc<UploadShared>, len: u64) -> Upload {
@@ -488,11 +538,12 @@ impl Drop for CudaUploadEngine {
         // Closing the channel lets the workers drain it and exit; the
         // completion thread exits when the last worker has.
         drop(self.shared.chunks.lock().take());
-        for worker in self.workers.drain(..) {
-            let _ = worker.join();
-        }
-        if let Some(completer) = self.completer.take() {
-            let _ = completer.join();
+        // Dropped from a callback, on one of our own threads: that thread
+        // cannot join itself; the others still end, and it ends on return.
+        let me = std::thread::current().id();
+        let threads = self.workers.drain(..).chain(self.completer.take());
+        for thread in threads.filter(|t| t.thread().id() != me) {
+            let _ = thread.join();
         }
     }
 }
@@ -518,11 +569,10 @@ fn work(
         // A slot of our own ring: it comes back once the device has read it.
         // We hold a sender, so this cannot fail while the ring has slots.
         let Ok(mut slot) = ring.recv() else {
-            shared.wait_turn(chunk.seq);
+            drop(shared.wait_turn(chunk.seq));
             chunk
                 .job
                 .fail(CudaError::Invalid("a worker lost its slots".into()));
-            shared.end_turn();
             shared.chunk_finished(&chunk.job);
             continue;
         };
@@ -539,7 +589,7 @@ fn work(
                 t.copy_ended = Some(t.copy_ended.map_or(ended, |e| e.max(ended)));
             });
         }
-        shared.wait_turn(chunk.seq);
+        let turn = shared.wait_turn(chunk.seq);
         let go = if chunk.index == 0 {
             shared.start(&job)
         } else {
@@ -559,7 +609,7 @@ fn work(
             }
             false
         };
-        shared.end_turn();
+        drop(turn);
         if queued {
             let submitted = Instant::now();
             job.upload.stamp(|t| {
@@ -590,11 +640,20 @@ fn work(
 /// The completion thread: waits on each queued chunk's event in the order
 /// they were queued, returns the slot to its worker, ends uploads.
 fn complete(shared: &Shared, done: &Receiver<InFlight>) {
-    for in_flight in done.iter() {
-        if let Err(e) = in_flight.slot.event.synchronize() {
-            in_flight.job.fail(e);
+    for InFlight { slot, home, job } in done.iter() {
+        let waited = catch_unwind(AssertUnwindSafe(|| slot.event.synchronize()));
+        let waited = waited.unwrap_or_else(|_| {
+            Err(CudaError::Panicked {
+                call: "cuEventSynchronize",
+                message: "the driver library panicked".into(),
+            })
+        });
+        if let Err(e) = waited {
+            // Without the event, only the whole stream says the copy is done.
+            let _ = shared.stream.synchronize();
+            job.fail(e);
         }
-        let _ = in_flight.home.send(in_flight.slot);
-        shared.chunk_finished(&in_flight.job);
+        let _ = home.send(slot);
+        shared.chunk_finished(&job);
     }
 }

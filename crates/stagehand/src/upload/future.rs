@@ -20,7 +20,8 @@ pub enum UploadStatus {
     Cancelled,
     /// A newer upload to the same region came before this one started.
     Superseded,
-    /// It failed; nothing was written.
+    /// It failed. On wgpu nothing was written; a CUDA upload that failed
+    /// partway may have written its first chunks.
     Failed(UploadError),
 }
 
@@ -151,7 +152,11 @@ impl UploadShared {
             self.run_callback(callback, &outcome);
         }
         if let Some(waker) = waker {
-            waker.wake();
+            // A waker is user code too (the executor's); a panic in it must
+            // not take down the engine thread that resolves uploads.
+            if catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
+                self.panics.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 

@@ -373,11 +373,16 @@ impl Drop for UploadEngine {
         // Closing the queue lets workers drain it (cancelling what is left)
         // and exit.
         self.shared.jobs.write().take();
+        // Dropped from a callback, on the poller: a thread cannot join
+        // itself; the others still end, and it ends when the callback returns.
+        let me = std::thread::current().id();
         for worker in self.workers.drain(..) {
-            let _ = worker.join();
+            if worker.thread().id() != me {
+                let _ = worker.join();
+            }
         }
         self.shared.wake_poller.1.notify_all();
-        if let Some(poller) = self.poller.take() {
+        if let Some(poller) = self.poller.take().filter(|p| p.thread().id() != me) {
             let _ = poller.join();
         }
     }

@@ -282,6 +282,11 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *
     return enqueue(s, o);
 }
 
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *s) {
+    op o = {OP_COPY, dst, (const void *)(uintptr_t)src, n, NULL, 0, NULL};
+    return enqueue(s, o);
+}
+
 /* ---- streams and events ---- */
 
 CUresult cuStreamCreate(void **out, unsigned flags) {
@@ -357,6 +362,7 @@ CUresult cuEventDestroy_v2(void *p) {
 CUresult cuEventRecord(void *p, void *s) {
     event *e = p;
     if (!e) return INVALID_HANDLE;
+    if (!s) return INVALID_HANDLE;
     pthread_mutex_lock(&e->lock);
     unsigned long gen = ++e->recorded;
     pthread_mutex_unlock(&e->lock);

@@ -23,7 +23,7 @@ impl Drop for StreamInner {
     fn drop(&mut self) {
         // Work still queued on the stream completes; the driver releases the
         // stream afterwards. An error here has nowhere to go.
-        if self.cuda.bind().is_ok() {
+        if let Ok(_bound) = self.cuda.bind() {
             // SAFETY: the handle came from cuStreamCreate and is destroyed
             // once, here, when the last clone is gone.
             let _ = unsafe { sys::cuStreamDestroy_v2(self.raw.0) };
@@ -41,7 +41,7 @@ pub struct Stream {
 
 impl Stream {
     pub(super) fn new(cuda: &Arc<Shared>) -> Result<Self, CudaError> {
-        cuda.bind()?;
+        let _bound = cuda.bind()?;
         let mut raw = std::ptr::null_mut();
         let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
         // SAFETY: the driver writes one handle through a valid pointer.
@@ -69,7 +69,7 @@ impl Stream {
 
     /// Waits on the CPU for all work queued on the stream.
     pub fn synchronize(&self) -> Result<(), CudaError> {
-        self.inner.cuda.bind()?;
+        let _bound = self.inner.cuda.bind()?;
         // SAFETY: a live stream handle.
         check("cuStreamSynchronize", unsafe {
             sys::cuStreamSynchronize(self.raw())
@@ -79,7 +79,7 @@ impl Stream {
     /// Makes work queued on this stream from now on wait until `event`'s
     /// last recorded point has passed. The CPU does not wait.
     pub fn wait(&self, event: &Event) -> Result<(), CudaError> {
-        self.inner.cuda.bind()?;
+        let _bound = self.inner.cuda.bind()?;
         // SAFETY: live stream and event handles of the same context.
         check("cuStreamWaitEvent", unsafe {
             sys::cuStreamWaitEvent(self.raw(), event.raw.0, 0)
@@ -109,7 +109,7 @@ pub struct Event {
 
 impl Event {
     pub(super) fn new(cuda: &Arc<Shared>) -> Result<Self, CudaError> {
-        cuda.bind()?;
+        let _bound = cuda.bind()?;
         let mut raw = std::ptr::null_mut();
         let flags = sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32
             | sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
@@ -126,7 +126,7 @@ impl Event {
 
     /// Marks the current end of `stream`'s queued work.
     pub fn record(&self, stream: &Stream) -> Result<(), CudaError> {
-        self.cuda.bind()?;
+        let _bound = self.cuda.bind()?;
         // SAFETY: live event and stream handles of the same context.
         check("cuEventRecord", unsafe {
             sys::cuEventRecord(self.raw.0, stream.raw())
@@ -136,7 +136,7 @@ impl Event {
     /// Whether the work before the last record has finished (true if never
     /// recorded).
     pub fn is_done(&self) -> Result<bool, CudaError> {
-        self.cuda.bind()?;
+        let _bound = self.cuda.bind()?;
         // SAFETY: a live event handle.
         match unsafe { sys::cuEventQuery(self.raw.0) } {
             sys::CUresult::CUDA_SUCCESS => Ok(true),
@@ -147,7 +147,7 @@ impl Event {
 
     /// Waits on the CPU until the work before the last record has finished.
     pub fn synchronize(&self) -> Result<(), CudaError> {
-        self.cuda.bind()?;
+        let _bound = self.cuda.bind()?;
         // SAFETY: a live event handle.
         check("cuEventSynchronize", unsafe {
             sys::cuEventSynchronize(self.raw.0)
@@ -157,7 +157,7 @@ impl Event {
 
 impl Drop for Event {
     fn drop(&mut self) {
-        if self.cuda.bind().is_ok() {
+        if let Ok(_bound) = self.cuda.bind() {
             // SAFETY: the handle came from cuEventCreate and is destroyed
             // once, here.
             let _ = unsafe { sys::cuEventDestroy_v2(self.raw.0) };

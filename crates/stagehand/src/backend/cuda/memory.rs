@@ -61,7 +61,7 @@ impl DeviceBlock {
                 "a device allocation of {bytes} bytes"
             )));
         }
-        cuda.bind()?;
+        let _bound = cuda.bind()?;
         let mut ptr = 0;
         // SAFETY: the driver writes one device pointer through a valid
         // pointer; the length is checked above.
@@ -118,7 +118,7 @@ impl Drop for DeviceBlock {
             let _ = stream.synchronize();
         }
         last.event = None;
-        if self.cuda.bind().is_ok() {
+        if let Ok(_bound) = self.cuda.bind() {
             // SAFETY: the pointer came from cuMemAlloc and is freed once,
             // here; no queued work uses it (synchronised above).
             let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
@@ -274,38 +274,55 @@ impl DeviceBuffer {
         }
     }
 
-    /// Copies `data` to `offset`, waiting for the stream's queued work first
-    /// and for the copy to finish. For set-up and checks; uploads that must
-    /// not block go through the [CUDA upload engine](crate::upload::cuda).
+    /// Copies `data` to `offset` on the buffer's stream (after the work
+    /// queued there) and waits until it has landed. For set-up and checks;
+    /// uploads that must not block go through the
+    /// [CUDA upload engine](crate::upload::cuda).
     pub fn write(&self, offset: u64, data: &[u8]) -> Result<(), CudaError> {
         let dst = self.range(offset, data.len())?;
-        self.stream.synchronize()?;
-        // SAFETY: `dst..dst+len` lies in this live allocation (checked), the
-        // source is a valid slice, and no queued work uses the buffer.
-        check("cuMemcpyHtoD", unsafe {
-            sys::cuMemcpyHtoD_v2(dst, data.as_ptr().cast(), data.len())
-        })
+        let _bound = self.block.cuda.bind()?;
+        // SAFETY: `dst..dst+len` lies in this live allocation (checked); the
+        // source slice stays borrowed until the stream has passed the copy
+        // (synchronised below).
+        check("cuMemcpyHtoDAsync", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(dst, data.as_ptr().cast(), data.len(), self.stream.raw())
+        })?;
+        self.stream.synchronize()
     }
 
-    /// Copies bytes from `offset` into `out`, after the stream's queued work.
+    /// As [`write`](Self::write), from pinned memory: the copy runs at full
+    /// bus speed. Copies the first `len` bytes of `src`.
+    pub fn write_pinned(
+        &self,
+        offset: u64,
+        src: &PinnedBlock,
+        len: usize,
+    ) -> Result<(), CudaError> {
+        self.copy_from_pinned(offset, src, len, &self.stream)?;
+        self.stream.synchronize()
+    }
+
+    /// Copies bytes from `offset` into `out` on the buffer's stream (after
+    /// the work queued there) and waits for them.
     pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), CudaError> {
         let src = self.range(offset, out.len())?;
-        self.stream.synchronize()?;
+        let _bound = self.block.cuda.bind()?;
         // SAFETY: `src..src+len` lies in this live allocation (checked) and
-        // `out` is a valid, exclusively borrowed slice.
-        check("cuMemcpyDtoH", unsafe {
-            sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), src, out.len())
-        })
+        // `out` stays exclusively borrowed until the stream has passed the
+        // copy (synchronised below).
+        check("cuMemcpyDtoHAsync", unsafe {
+            sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), src, out.len(), self.stream.raw())
+        })?;
+        self.stream.synchronize()
     }
 
-    /// Queues a copy of the first `len` bytes of `src` (pinned, so the copy
-    /// is asynchronous) to `offset` on `stream`, and returns at once. Keep
-    /// `src` alive and unchanged until the stream has passed the copy (wait
-    /// on an event recorded after it, or on the stream): until then the
-    /// device may still be reading it.
+    /// Queues a copy of the first `len` bytes of `src` to `offset` on
+    /// `stream`, and returns at once.
     ///
-    /// Errors: [`CudaError::Invalid`] for a range outside either buffer.
-    pub fn copy_from_pinned(
+    /// Only for the upload engine, which keeps both sides safe: it holds the
+    /// destination (an `Arc`) and the pinned slot until an event recorded
+    /// after the copy has passed, so neither is reused or freed under it.
+    pub(crate) fn copy_from_pinned(
         &self,
         offset: u64,
         src: &PinnedBlock,
@@ -319,7 +336,7 @@ impl DeviceBuffer {
                 src.len()
             )));
         }
-        self.block.cuda.bind()?;
+        let _bound = self.block.cuda.bind()?;
         // SAFETY: both ranges are in live allocations (checked); the caller
         // keeps the pinned source alive and unchanged until the copy is done.
         check("cuMemcpyHtoDAsync", unsafe {
@@ -360,7 +377,7 @@ impl PinnedBlock {
                 "a pinned allocation of {bytes} bytes"
             )));
         }
-        cuda.bind()?;
+        let _bound = cuda.bind()?;
         let mut raw = std::ptr::null_mut();
         // Plain page-locked memory: write-combined memory would make the
         // CPU's copies in faster only for streaming stores, and reads of it
@@ -411,7 +428,7 @@ impl PinnedBlock {
 
 impl Drop for PinnedBlock {
     fn drop(&mut self) {
-        if self.cuda.bind().is_ok() {
+        if let Ok(_bound) = self.cuda.bind() {
             // SAFETY: the pointer came from cuMemHostAlloc and is freed once,
             // here; its owners wait for copies from it before dropping it.
             let _ = unsafe { sys::cuMemFreeHost(self.ptr.as_ptr().cast()) };

@@ -28,6 +28,7 @@ pub use memory::{DeviceBlock, DeviceBuffer, DeviceMemory, DevicePool, PinnedBloc
 use counts::Counts;
 use cudarc::driver::{CudaContext, DriverError, sys};
 use serde::Serialize;
+use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -147,17 +148,103 @@ pub struct CudaInfo {
 /// What every CUDA object made through one [`Cuda`] shares: the context
 /// (kept alive until the last of them is gone) and the live counts.
 pub(crate) struct Shared {
-    ctx: Arc<CudaContext>,
+    /// Taken out only by `drop`.
+    ctx: ManuallyDrop<Arc<CudaContext>>,
     counts: Counts,
     info: CudaInfo,
 }
 
+impl Drop for Shared {
+    /// Releases the context (which makes it current first) and puts back the
+    /// thread's previous context.
+    fn drop(&mut self) {
+        let restore = Restore::current();
+        // SAFETY: `ctx` is taken once, here, and not used afterwards.
+        drop(unsafe { ManuallyDrop::take(&mut self.ctx) });
+        drop(restore);
+    }
+}
+
 impl Shared {
-    /// Makes the context current on this thread.
-    pub(crate) fn bind(&self) -> Result<(), CudaError> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(from_driver("cuCtxSetCurrent"))
+    /// Makes the context current on this thread until the guard drops, then
+    /// puts back whatever was current before: a caller's own context (another
+    /// device, a non-primary context) is never left switched.
+    pub(crate) fn bind(&self) -> Result<Bound, CudaError> {
+        Bound::to(self.ctx.cu_ctx())
+    }
+
+    /// Runs one of the context's own methods (which make it current and
+    /// leave it so) under a [`Bound`] guard.
+    fn with_ctx<T>(
+        &self,
+        call: &'static str,
+        f: impl FnOnce(&CudaContext) -> Result<T, DriverError>,
+    ) -> Result<T, CudaError> {
+        let _bound = self.bind()?;
+        f(&self.ctx).map_err(from_driver(call))
+    }
+}
+
+/// The context made current by [`Shared::bind`]; restores the previous one.
+pub(crate) struct Bound {
+    previous: Option<sys::CUcontext>,
+}
+
+impl Bound {
+    fn to(ctx: sys::CUcontext) -> Result<Self, CudaError> {
+        let mut current = std::ptr::null_mut();
+        // SAFETY: the driver writes one handle through a valid pointer.
+        check("cuCtxGetCurrent", unsafe {
+            sys::cuCtxGetCurrent(&mut current)
+        })?;
+        if current == ctx {
+            return Ok(Self { previous: None });
+        }
+        // SAFETY: `ctx` is a live context: its owner outlives every guard.
+        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(ctx) })?;
+        Ok(Self {
+            previous: Some(current),
+        })
+    }
+}
+
+/// Puts back, when dropped, the context current when it was made; for the
+/// context's own open and close, which make it current and leave it so.
+struct Restore {
+    saved: sys::CUcontext,
+}
+
+impl Restore {
+    fn current() -> Result<Self, CudaError> {
+        let mut saved = std::ptr::null_mut();
+        // SAFETY: the driver writes one handle through a valid pointer.
+        check("cuCtxGetCurrent", unsafe {
+            sys::cuCtxGetCurrent(&mut saved)
+        })?;
+        Ok(Self { saved })
+    }
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let mut now = std::ptr::null_mut();
+        // SAFETY: as in `current`; then `saved` was current on this thread
+        // (or null, which unbinds), so setting it back is what the caller had.
+        unsafe {
+            if sys::cuCtxGetCurrent(&mut now) == sys::CUresult::CUDA_SUCCESS && now != self.saved {
+                let _ = sys::cuCtxSetCurrent(self.saved);
+            }
+        }
+    }
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous {
+            // SAFETY: `previous` was current on this thread a moment ago (or
+            // null, which unbinds); putting it back is what the caller had.
+            let _ = unsafe { sys::cuCtxSetCurrent(previous) };
+        }
     }
 }
 
@@ -183,11 +270,14 @@ impl Cuda {
         if ordinal >= count {
             return Err(CudaError::NoDevice { ordinal, count });
         }
+        // Opening makes the context current on this thread; put back what
+        // the caller had.
+        let _restore = Restore::current()?;
         let ctx = guarded("cuDevicePrimaryCtxRetain", || CudaContext::new(ordinal))?
             .map_err(from_driver("cuDevicePrimaryCtxRetain"))?;
         let info = guarded("cuDeviceGetAttribute", || describe(&ctx, ordinal))??;
         let shared = Shared {
-            ctx,
+            ctx: ManuallyDrop::new(ctx),
             counts: Counts::default(),
             info,
         };
@@ -205,9 +295,7 @@ impl Cuda {
     pub fn memory_info(&self) -> Result<(u64, u64), CudaError> {
         let (free, total) = self
             .shared
-            .ctx
-            .mem_get_info()
-            .map_err(from_driver("cuMemGetInfo"))?;
+            .with_ctx("cuMemGetInfo", CudaContext::mem_get_info)?;
         Ok((free as u64, total as u64))
     }
 
@@ -243,9 +331,7 @@ impl Cuda {
     /// Waits for all work on the device.
     pub fn synchronize(&self) -> Result<(), CudaError> {
         self.shared
-            .ctx
-            .synchronize()
-            .map_err(from_driver("cuCtxSynchronize"))
+            .with_ctx("cuCtxSynchronize", CudaContext::synchronize)
     }
 
     /// The `cuda` report section, with the pools and engine given.
