@@ -5,6 +5,7 @@ use super::{CudaError, Shared, check};
 use cudarc::driver::sys;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A stream handle the driver gave us. Driver handles may be used from any
 /// thread once the context is current there, which every call here ensures.
@@ -16,8 +17,13 @@ unsafe impl Sync for RawStream {}
 
 struct StreamInner {
     raw: RawStream,
+    /// Unique in the process, never 0.
+    id: u64,
     cuda: Arc<Shared>,
 }
+
+/// Stream ids; 0 means "no stream".
+static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Drop for StreamInner {
     fn drop(&mut self) {
@@ -52,6 +58,7 @@ impl Stream {
         Ok(Self {
             inner: Arc::new(StreamInner {
                 raw: RawStream(raw),
+                id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
                 cuda: Arc::clone(cuda),
             }),
         })
@@ -65,6 +72,11 @@ impl Stream {
     /// Whether `other` is this stream.
     pub fn same(&self, other: &Stream) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// A number no other stream of this process has (never 0).
+    pub fn id(&self) -> u64 {
+        self.inner.id
     }
 
     /// Waits on the CPU for all work queued on the stream.

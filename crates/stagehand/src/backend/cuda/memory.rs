@@ -35,6 +35,7 @@ use parking_lot::Mutex;
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The largest single allocation we pass to the driver.
 const MAX_BYTES: u64 = isize::MAX as u64;
@@ -50,6 +51,9 @@ struct LastUse {
 pub struct DeviceBlock {
     ptr: sys::CUdeviceptr,
     bytes: u64,
+    /// The id of `last.stream` (0: none), read without the lock on the hot
+    /// path: reuse on the same stream.
+    last_id: AtomicU64,
     last: Mutex<LastUse>,
     cuda: Arc<Shared>,
 }
@@ -72,6 +76,7 @@ impl DeviceBlock {
         Ok(Self {
             ptr,
             bytes,
+            last_id: AtomicU64::new(0),
             last: Mutex::new(LastUse::default()),
             cuda: Arc::clone(cuda),
         })
@@ -90,6 +95,11 @@ impl DeviceBlock {
     /// Orders this block's use on `stream` after its last use elsewhere, and
     /// makes `stream` its stream.
     fn hand_to(&self, stream: &Stream) -> Result<(), CudaError> {
+        // Only the block's one holder calls this, so the id cannot change
+        // between this check and the lock below.
+        if self.last_id.load(Ordering::Acquire) == stream.id() {
+            return Ok(());
+        }
         let mut guard = self.last.lock();
         let last = &mut *guard;
         match &last.stream {
@@ -106,6 +116,7 @@ impl DeviceBlock {
             None => {}
         }
         last.stream = Some(stream.clone());
+        self.last_id.store(stream.id(), Ordering::Release);
         Ok(())
     }
 }
