@@ -52,7 +52,9 @@ use std::time::Instant;
 pub struct CudaEngineConfig {
     /// Threads copying into pinned staging, in parallel; at least 1.
     pub workers: usize,
-    /// Bytes per chunk (and per pinned slot); at least 4 KiB.
+    /// Bytes per pinned slot, and the largest chunk; at least 4 KiB. An
+    /// upload is cut into one chunk per worker where that is smaller (down
+    /// to 256 KiB), so small uploads are filled in parallel too.
     pub chunk_bytes: u64,
     /// Pinned slots each worker cycles through; at least 1 (2 lets a worker
     /// fill one while the device reads the other).
@@ -272,6 +274,17 @@ impl Shared {
     }
 }
 
+/// Chunks no smaller than this, unless the slots are: below it the cost of
+/// each copy call outweighs filling in parallel.
+const MIN_CHUNK: u64 = 256 << 10;
+
+/// The chunk length for an upload of `len` bytes: split so every worker
+/// fills a share in parallel, at most a slot, at least [`MIN_CHUNK`].
+fn chunk_len(len: u64, workers: usize, slot: u64) -> usize {
+    let share = len.div_ceil(workers.max(1) as u64);
+    share.clamp(MIN_CHUNK.min(slot), slot) as usize
+}
+
 /// A chunk's turn at the transfer stream.
 struct Turn<'a>(&'a Shared);
 
@@ -419,7 +432,7 @@ impl CudaUploadEngine {
         self.admit(len, wait)?;
         let upload = UploadShared::new(Arc::clone(&self.shared.panics));
         upload.admitted.store(len, Ordering::Release);
-        let chunk = self.shared.chunk_bytes as usize;
+        let chunk = chunk_len(len, self.workers.len(), self.shared.chunk_bytes);
         let count = data.len().div_ceil(chunk);
         let job = Arc::new(Job {
             upload: Arc::clone(&upload),
@@ -655,5 +668,25 @@ fn complete(shared: &Shared, done: &Receiver<InFlight>) {
         }
         let _ = home.send(slot);
         shared.chunk_finished(&job);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunk_len;
+
+    #[test]
+    fn chunks_spread_over_workers_within_bounds() {
+        const MIB: u64 = 1 << 20;
+        // 4 MiB over 8 workers: 512 KiB each.
+        assert_eq!(chunk_len(4 * MIB, 8, 4 * MIB), 512 << 10);
+        // Large uploads: whole slots.
+        assert_eq!(chunk_len(256 * MIB, 8, 4 * MIB), 4 * MIB as usize);
+        // Small ones: not below 256 KiB...
+        assert_eq!(chunk_len(100, 8, 4 * MIB), 256 << 10);
+        // ...unless the slots are smaller.
+        assert_eq!(chunk_len(MIB, 4, 64 << 10), 64 << 10);
+        // One worker: whole slots.
+        assert_eq!(chunk_len(10 * MIB, 1, 4 * MIB), 4 * MIB as usize);
     }
 }
