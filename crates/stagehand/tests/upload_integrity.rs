@@ -103,6 +103,7 @@ struct Case {
 fn run(policy: StagingPolicy, case: &Case, uploads: usize, seed: u64) -> usize {
     run_with(
         StreamOptions {
+            priority: Default::default(),
             policy,
             rows_per_submit: None,
         },
@@ -358,6 +359,7 @@ fn buffer_ranges_land_byte_for_byte() {
 fn strip_submissions_land_byte_for_byte() {
     for (i, case) in cases().iter().enumerate() {
         let options = StreamOptions {
+            priority: Default::default(),
             policy: StagingPolicy::Ring(2),
             rows_per_submit: Some(5),
         };

@@ -148,7 +148,7 @@ fn bandwidth(cuda: &Cuda, stream: &Stream, rounds: usize) -> Result<()> {
     }
     let workers = engine.stats().workers;
     println!(
-        "\npageable: cuMemcpyHtoDAsync from ordinary memory, then the stream waited on; pinned: the same from page-locked memory; engine: CudaUploadEngine::upload of shared bytes from ordinary memory ({workers} workers, 4 MiB chunks), waited on.\n"
+        "\npageable: cuMemcpyHtoDAsync from ordinary memory, then the stream waited on; pinned: the same from page-locked memory; engine: CudaUploadEngine::upload of shared bytes from ordinary memory, waited on ({workers} worker threads; chunks of one share per worker, 256 KiB to 4 MiB).\n"
     );
     Ok(())
 }

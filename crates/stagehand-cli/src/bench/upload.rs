@@ -332,6 +332,7 @@ fn stagehand(
     };
     let engine = UploadEngine::new(Arc::clone(gpu), config)?;
     let options = StreamOptions {
+        priority: Default::default(),
         policy: StagingPolicy::Ring(3),
         rows_per_submit: strips,
     };

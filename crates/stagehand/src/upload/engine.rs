@@ -53,7 +53,15 @@ pub(crate) struct EngineShared {
     /// One queue per worker; `None` once shut down. A resource always goes
     /// to the same worker, so its uploads are copied and submitted in the
     /// order they were made: the last upload to a region wins.
-    pub jobs: RwLock<Option<Vec<Sender<Job>>>>,
+    /// Each worker's lanes, by [`UploadPriority`](super::UploadPriority);
+    /// `None` once the engine is shut down.
+    pub jobs: RwLock<Option<Vec<[Sender<Job>; 3]>>>,
+    /// Wakes each worker waiting for the background budget to reopen.
+    pub frame_ticks: Vec<Sender<()>>,
+    /// Bytes background uploads may start per frame; `None`: no cap.
+    pub background_budget: Option<u64>,
+    /// Bytes background uploads started since the last `end_frame`.
+    pub background_spent: AtomicU64,
     /// Hands out workers to new resources, round robin.
     pub next_worker: AtomicUsize,
     pub completions: (Sender<Completion>, Receiver<Completion>),
@@ -76,6 +84,12 @@ pub(crate) struct EngineShared {
 }
 
 impl EngineShared {
+    /// Whether background uploads may start now.
+    pub fn background_open(&self) -> bool {
+        self.background_budget
+            .is_none_or(|budget| self.background_spent.load(Ordering::Acquire) < budget)
+    }
+
     /// Arms one wgpu callback: the poller will poll until it fires.
     pub fn arm(&self) {
         self.outstanding.fetch_add(1, Ordering::AcqRel);

@@ -120,6 +120,7 @@ impl FrameQueue {
             ));
         }
         let options = StreamOptions {
+            priority: super::UploadPriority::Normal,
             policy: StagingPolicy::Ring(config.staging_buffers),
             rows_per_submit: config.rows_per_submit,
         };

@@ -63,11 +63,32 @@ pub enum Priority {
     High,
 }
 
-/// How a streamed texture is uploaded.
+/// Which of a worker's queued uploads it starts first.
+///
+/// Each worker takes the oldest upload of the highest priority waiting.
+/// Order within one resource is kept (a resource has one priority).
+/// Background uploads also obey the engine's per-frame byte budget
+/// ([`EngineConfig::background_bytes_per_frame`]), so a video stream given
+/// this priority cannot starve the others: over budget it waits for
+/// [`UploadEngine::end_frame`], and newer frames supersede the queued ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum UploadPriority {
+    /// Ahead of everything else.
+    High = 0,
+    /// The default.
+    #[default]
+    Normal = 1,
+    /// Last, and within the per-frame budget.
+    Background = 2,
+}
+
+/// How a streamed texture or buffer is uploaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamOptions {
     /// Where uploads are staged.
     pub policy: StagingPolicy,
+    /// Which queued uploads its worker starts first.
+    pub priority: UploadPriority,
     /// Split each single-layer copy into submissions of at most this many
     /// rows (of blocks). On adapters that run copies on the CPU under the
     /// queue's lock (lavapipe, llvmpipe), a whole 4K frame holds that lock
@@ -91,6 +112,10 @@ pub struct EngineConfig {
     pub max_in_flight_bytes: u64,
     /// Where to record each landed upload's stages; `None` records nothing.
     pub timeline: Option<Arc<crate::diag::Timeline>>,
+    /// Bytes [`UploadPriority::Background`] uploads may start between two
+    /// calls of [`UploadEngine::end_frame`]; `None` (the default) for no cap.
+    /// Each worker may start one upload past the budget before it waits.
+    pub background_bytes_per_frame: Option<u64>,
 }
 
 impl Default for EngineConfig {
@@ -100,6 +125,7 @@ impl Default for EngineConfig {
             priority: Priority::Normal,
             max_in_flight_bytes: 512 << 20,
             timeline: None,
+            background_bytes_per_frame: None,
         }
     }
 }
@@ -116,6 +142,11 @@ impl EngineConfig {
         if self.max_in_flight_bytes == 0 {
             return Err(UploadError::InvalidConfig(
                 "max_in_flight_bytes must be above 0".into(),
+            ));
+        }
+        if self.background_bytes_per_frame == Some(0) {
+            return Err(UploadError::InvalidConfig(
+                "background_bytes_per_frame of 0 would never start a background upload; use None for no cap".into(),
             ));
         }
         Ok(())
@@ -136,13 +167,18 @@ impl UploadEngine {
     pub fn new(gpu: Arc<Gpu>, config: EngineConfig) -> Result<Self, UploadError> {
         config.validate()?;
         let staging = buffer_pool(Arc::clone(&gpu), PoolConfig::named("staging"))?;
-        let (senders, receivers): (Vec<_>, Vec<_>) = (0..config.workers)
-            .map(|_| crossbeam_channel::unbounded())
+        let (senders, receivers): (Vec<_>, Vec<_>) =
+            (0..config.workers).map(|_| worker::lanes()).unzip();
+        let (frame_ticks, tick_receivers): (Vec<_>, Vec<_>) = (0..config.workers)
+            .map(|_| crossbeam_channel::bounded(1))
             .unzip();
         let shared = Arc::new(EngineShared {
             gpu,
             staging,
             jobs: parking_lot::RwLock::new(Some(senders)),
+            frame_ticks,
+            background_budget: config.background_bytes_per_frame,
+            background_spent: AtomicU64::new(0),
             next_worker: AtomicUsize::new(0),
             completions: crossbeam_channel::unbounded(),
             outstanding: AtomicUsize::new(0),
@@ -160,14 +196,14 @@ impl UploadEngine {
         });
         let (report_tx, report_rx) = crossbeam_channel::bounded(config.workers);
         let mut workers = Vec::with_capacity(config.workers);
-        for (i, rx) in receivers.into_iter().enumerate() {
+        for (i, (lanes, tick)) in receivers.into_iter().zip(tick_receivers).enumerate() {
             let (for_worker, report) = (Arc::clone(&shared), report_tx.clone());
             let priority = config.priority;
             let spawned = std::thread::Builder::new()
                 .name(format!("stagehand-upload-{i}"))
                 .spawn(move || {
                     let _ = report.send(set_priority(priority));
-                    worker::run(for_worker, rx)
+                    worker::run(for_worker, lanes, tick)
                 });
             match spawned {
                 Ok(handle) => workers.push(handle),
@@ -227,6 +263,7 @@ impl UploadEngine {
             desc,
             StreamOptions {
                 policy,
+                priority: UploadPriority::Normal,
                 rows_per_submit: None,
             },
         )
@@ -257,7 +294,7 @@ impl UploadEngine {
         let capacity = frame_staging_bytes(&info)?;
         let ring = self.ring(policy, capacity)?;
         let kind = Kind::Texture { texture, info };
-        let shared = self.resource(kind, policy, capacity, ring, options.rows_per_submit);
+        let shared = self.resource(kind, options, capacity, ring);
         Ok(StreamedTexture {
             inner: Streamed { shared },
         })
@@ -269,7 +306,28 @@ impl UploadEngine {
         desc: &wgpu::BufferDescriptor<'_>,
         policy: StagingPolicy,
     ) -> Result<StreamedBuffer, UploadError> {
+        let options = StreamOptions {
+            policy,
+            priority: UploadPriority::Normal,
+            rows_per_submit: None,
+        };
+        self.create_buffer_with(desc, options)
+    }
+
+    /// Creates a streamed buffer with more options. `rows_per_submit` is for
+    /// textures: a buffer given one is an [`UploadError::InvalidConfig`].
+    pub fn create_buffer_with(
+        &self,
+        desc: &wgpu::BufferDescriptor<'_>,
+        options: StreamOptions,
+    ) -> Result<StreamedBuffer, UploadError> {
+        let policy = options.policy;
         check_policy(policy)?;
+        if options.rows_per_submit.is_some() {
+            return Err(UploadError::InvalidConfig(
+                "rows_per_submit applies to textures, not buffers".into(),
+            ));
+        }
         let mut desc = desc.clone();
         desc.usage |= wgpu::BufferUsages::COPY_DST;
         let buffer = self
@@ -281,7 +339,7 @@ impl UploadEngine {
         let capacity = buffer.size();
         let ring = self.ring(policy, capacity)?;
         let kind = Kind::Buffer { buffer };
-        let shared = self.resource(kind, policy, capacity, ring, None);
+        let shared = self.resource(kind, options, capacity, ring);
         Ok(StreamedBuffer {
             inner: Streamed { shared },
         })
@@ -291,21 +349,32 @@ impl UploadEngine {
     fn resource(
         &self,
         kind: Kind,
-        policy: StagingPolicy,
+        options: StreamOptions,
         capacity: u64,
         ring: Vec<Pooled<BufferBackend>>,
-        rows: Option<u32>,
     ) -> Arc<ResourceShared> {
         let worker = self.next_worker();
         Arc::new(ResourceShared::new(
             Arc::clone(&self.shared),
             kind,
-            policy,
+            options,
             capacity,
             ring,
             worker,
-            rows,
         ))
+    }
+
+    /// Ends a frame: background uploads may start another
+    /// [`EngineConfig::background_bytes_per_frame`] bytes. Call it once per
+    /// rendered frame; without a budget it does nothing.
+    pub fn end_frame(&self) {
+        if self.shared.background_budget.is_none() {
+            return;
+        }
+        self.shared.background_spent.store(0, Ordering::Release);
+        for tick in &self.shared.frame_ticks {
+            let _ = tick.try_send(());
+        }
     }
 
     fn next_worker(&self) -> usize {

@@ -99,22 +99,23 @@ pub(crate) struct ResourceShared {
     worker: usize,
     /// Split texture copies into submissions of at most this many rows.
     pub rows_per_submit: Option<u32>,
+    /// Which of its worker's lanes its uploads wait in.
+    pub priority: super::UploadPriority,
 }
 
 impl ResourceShared {
     pub fn new(
         engine: Arc<EngineShared>,
         kind: Kind,
-        policy: StagingPolicy,
+        options: super::StreamOptions,
         staging_capacity: u64,
         ring: Vec<Pooled<BufferBackend>>,
         worker: usize,
-        rows_per_submit: Option<u32>,
     ) -> Self {
         Self {
             engine,
             kind,
-            policy,
+            policy: options.policy,
             staging_capacity,
             ring: Mutex::new(ring),
             ring_freed: Condvar::new(),
@@ -122,7 +123,8 @@ impl ResourceShared {
             ended: Condvar::new(),
             released: AtomicBool::new(false),
             worker,
-            rows_per_submit,
+            rows_per_submit: options.rows_per_submit,
+            priority: options.priority,
         }
     }
 
@@ -317,6 +319,7 @@ impl Streamed {
             .read()
             .as_ref()
             .and_then(|queues| queues.get(shared.worker))
+            .map(|lanes| &lanes[shared.priority as usize])
         {
             Some(tx) => tx.send(job).map_err(|e| e.into_inner()),
             None => Err(job),

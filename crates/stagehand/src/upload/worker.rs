@@ -1,6 +1,7 @@
 //! Transfer workers: take a job, fill a staging buffer, submit the GPU copy,
 //! and arm the callback that ends the upload when the GPU is done.
 
+use super::UploadPriority;
 use super::engine::{Completion, EngineShared, Staging};
 use super::error::UploadError;
 use super::future::{UploadShared, UploadStatus, phase};
@@ -10,10 +11,12 @@ use super::stats::Counters;
 use crate::backend::wgpu::{BufferBackend, scoped_call};
 use crate::pool::Pooled;
 use bytes::Bytes;
+use crossbeam_channel::{Receiver, Sender};
+use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Usage of every staging buffer.
 pub(crate) const STAGING_USAGE: wgpu::BufferUsages =
@@ -64,8 +67,77 @@ pub(crate) struct Job {
     pub data_bytes: u64,
 }
 
-/// A worker's loop: runs jobs until the queue is closed and drained.
-pub(crate) fn run(engine: Arc<EngineShared>, jobs: crossbeam_channel::Receiver<Job>) {
+/// A worker's queues, one per [`UploadPriority`](super::UploadPriority).
+pub(crate) type Lanes = [Receiver<Job>; 3];
+
+/// A worker's lanes: senders for the engine, receivers for the worker.
+pub(crate) fn lanes() -> ([Sender<Job>; 3], Lanes) {
+    let [(h, hr), (n, nr), (b, br)] = [(); 3].map(|()| crossbeam_channel::unbounded());
+    ([h, n, b], [hr, nr, br])
+}
+
+/// How often a worker holding background jobs over budget looks for ones
+/// cancelled meanwhile (so their resources can be released).
+const PARKED_RECHECK: Duration = Duration::from_millis(5);
+
+/// The next job: the oldest of the highest lane that has one. Background
+/// jobs start only while the frame's budget is open; over budget the worker
+/// still takes them off their lane, parks them in order, and drops any that
+/// get cancelled or superseded there. `None` once the lanes are closed and
+/// everything is drained.
+fn next(
+    engine: &EngineShared,
+    [high, normal, background]: &Lanes,
+    tick: &Receiver<()>,
+    parked: &mut VecDeque<Job>,
+) -> Option<Job> {
+    loop {
+        parked.retain(|job| job.upload.phase.load(Ordering::Acquire) != phase::ENDED);
+        if let Ok(job) = high.try_recv().or_else(|_| normal.try_recv()) {
+            return Some(job);
+        }
+        let open = engine.background_open();
+        if open {
+            if let Some(job) = parked.pop_front() {
+                return Some(job);
+            }
+        }
+        let idle = if parked.is_empty() {
+            Duration::from_secs(1)
+        } else {
+            PARKED_RECHECK
+        };
+        let got = crossbeam_channel::select_biased! {
+            recv(high) -> job => job,
+            recv(normal) -> job => job,
+            recv(background) -> job => match job {
+                Ok(job) if !open => {
+                    parked.push_back(job);
+                    continue;
+                }
+                other => other,
+            },
+            // A new frame: the budget may be open again.
+            recv(tick) -> _ => continue,
+            default(idle) => continue,
+        };
+        match got {
+            Ok(job) => return Some(job),
+            // A lane closed: the engine is shutting down and has closed them
+            // all. Drain what is left (each is cancelled), budget or not.
+            Err(_) => {
+                return parked.pop_front().or_else(|| {
+                    [high, normal, background]
+                        .iter()
+                        .find_map(|l| l.try_recv().ok())
+                });
+            }
+        }
+    }
+}
+
+/// A worker's loop: runs jobs until its lanes are closed and drained.
+pub(crate) fn run(engine: Arc<EngineShared>, lanes: Lanes, tick: Receiver<()>) {
     struct Alive<'a>(&'a EngineShared);
     impl Drop for Alive<'_> {
         // Runs even if a job panics in our own code, so shutdown never waits
@@ -75,7 +147,8 @@ pub(crate) fn run(engine: Arc<EngineShared>, jobs: crossbeam_channel::Receiver<J
         }
     }
     let _alive = Alive(&engine);
-    for job in jobs.iter() {
+    let mut parked = VecDeque::new();
+    while let Some(job) = next(&engine, &lanes, &tick, &mut parked) {
         process(job);
     }
 }
@@ -98,6 +171,11 @@ fn process(mut job: Job) {
         return; // cancelled or superseded while queued; already ended
     }
     job.resource.started(&job.upload);
+    if job.resource.priority == UploadPriority::Background {
+        engine
+            .background_spent
+            .fetch_add(job.data_bytes, Ordering::AcqRel);
+    }
     Counters::drop_one(&engine.counters.queued);
     Counters::bump(&engine.counters.active);
     job.upload.stamp(|t| t.copy_started = Some(Instant::now()));
