@@ -17,10 +17,15 @@ const LEN: u64 = 1 << 20;
 
 /// One worker, so every upload waits in the same worker's lanes.
 fn engine(budget: Option<u64>) -> UploadEngine {
+    engine_bounded(budget, EngineConfig::default().max_in_flight_bytes)
+}
+
+fn engine_bounded(budget: Option<u64>, max_in_flight_bytes: u64) -> UploadEngine {
     let gpu = Arc::new(common::gpu());
     let config = EngineConfig {
         workers: 1,
         background_bytes_per_frame: budget,
+        max_in_flight_bytes,
         ..EngineConfig::default()
     };
     UploadEngine::new(gpu, config).expect("engine")
@@ -90,9 +95,9 @@ fn high_priority_starts_ahead_of_queued_normal_uploads() {
 
 #[test]
 fn background_uploads_keep_to_the_frame_budget() {
-    // One byte: each frame lets one background upload start (a worker may
-    // start one past the budget before it waits).
-    let engine = engine(Some(1));
+    // One upload's bytes: each frame lets exactly one background upload
+    // start.
+    let engine = engine(Some(LEN));
     let background: Vec<StreamedBuffer> = (0..3)
         .map(|_| buffer(&engine, UploadPriority::Background))
         .collect();
@@ -133,7 +138,7 @@ fn background_uploads_keep_to_the_frame_budget() {
 
 #[test]
 fn engine_drop_cancels_background_uploads_held_by_the_budget() {
-    let engine = engine(Some(1));
+    let engine = engine(Some(LEN));
     let background: Vec<StreamedBuffer> = (0..3)
         .map(|_| buffer(&engine, UploadPriority::Background))
         .collect();
@@ -145,21 +150,63 @@ fn engine_drop_cancels_background_uploads_held_by_the_budget() {
         uploads[0].wait_timeout(WAIT).unwrap().status,
         UploadStatus::Done
     );
-    let start = Instant::now();
-    drop(background);
+    // The resources outlive the engine: the drop itself must end the
+    // uploads the budget holds.
     drop(engine);
-    assert!(
-        start.elapsed() < WAIT,
-        "dropping the engine waited on the budget"
-    );
     for upload in &uploads[1..] {
         let outcome = upload.wait_timeout(WAIT).expect("resolved after drop");
         assert_eq!(outcome.status, UploadStatus::Cancelled);
     }
+    drop(background);
 }
 
 #[test]
-fn a_zero_budget_and_strips_on_a_buffer_are_refused() {
+fn releasing_a_background_resource_over_budget_does_not_wait_for_a_frame() {
+    let engine = engine(Some(LEN));
+    let first = buffer(&engine, UploadPriority::Background);
+    let held = buffer(&engine, UploadPriority::Background);
+    let landed = first.upload(vec![1u8; LEN as usize], 0).unwrap();
+    assert_eq!(
+        landed.wait_timeout(WAIT).unwrap().status,
+        UploadStatus::Done
+    );
+    let waiting = held.upload(vec![2u8; LEN as usize], 0).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let start = Instant::now();
+    held.release();
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(2), "release took {took:?}");
+    assert_eq!(
+        waiting.wait_timeout(WAIT).unwrap().status,
+        UploadStatus::Cancelled
+    );
+}
+
+#[test]
+fn waiting_background_uploads_leave_room_for_the_others() {
+    // Room for two uploads in flight, and a budget of one per frame.
+    let engine = engine_bounded(Some(LEN), 2 * LEN);
+    let background: Vec<StreamedBuffer> = (0..3)
+        .map(|_| buffer(&engine, UploadPriority::Background))
+        .collect();
+    let data = vec![5u8; LEN as usize];
+    let first = background[0].upload(data.clone(), 0).unwrap();
+    assert_eq!(first.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+    // Two more wait for the next frame and fill the engine's bound...
+    let _a = background[1].try_upload(data.clone(), 0).unwrap();
+    let _b = background[2].try_upload(data.clone(), 0).unwrap();
+    let e = background[0].try_upload(data.clone(), 0).unwrap_err();
+    assert!(matches!(e, UploadError::WouldBlock(_)), "{e}");
+    // ...but not for a normal upload, which lands without a new frame.
+    let normal = buffer(&engine, UploadPriority::Normal);
+    let other = normal
+        .try_upload(data, 0)
+        .expect("room for a normal upload");
+    assert_eq!(other.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+}
+
+#[test]
+fn a_zero_budget_strips_on_a_buffer_and_synchronous_background_are_refused() {
     let gpu = Arc::new(common::gpu());
     let config = EngineConfig {
         background_bytes_per_frame: Some(0),
@@ -175,6 +222,16 @@ fn a_zero_budget_and_strips_on_a_buffer_are_refused() {
     };
     let e = engine
         .create_buffer_with(&common::buffer_desc("strips", 256), options)
+        .unwrap_err();
+    assert!(matches!(e, UploadError::InvalidConfig(_)), "{e}");
+    // Background uploads on the caller's thread would escape the budget.
+    let options = StreamOptions {
+        policy: StagingPolicy::Synchronous,
+        priority: UploadPriority::Background,
+        rows_per_submit: None,
+    };
+    let e = engine
+        .create_buffer_with(&common::buffer_desc("sync", 256), options)
         .unwrap_err();
     assert!(matches!(e, UploadError::InvalidConfig(_)), "{e}");
 }

@@ -40,21 +40,61 @@ pub(crate) struct Completion {
     pub result: Result<(), String>,
 }
 
-/// Admission: bytes of staging in flight across the engine.
+/// Admission: bytes of staging in flight across the engine, and of those
+/// the background uploads' (which never take room from the others).
 #[derive(Debug, Default)]
 pub(crate) struct Admission {
     pub bytes: u64,
     pub uploads: u64,
+    pub background_bytes: u64,
+    pub background_uploads: u64,
+}
+
+impl Admission {
+    /// Whether `bytes` more of this kind must wait. One upload larger than
+    /// the bound is let in when nothing of its kind is in flight.
+    /// Background uploads get room only while the whole engine is under the
+    /// bound; the others count only themselves, so waiting background
+    /// uploads cannot starve them (the engine may then hold up to twice the
+    /// bound).
+    pub fn full(&self, bytes: u64, background: bool, bound: u64) -> bool {
+        let (held, uploads) = if background {
+            (self.bytes, self.uploads)
+        } else {
+            (
+                self.bytes - self.background_bytes,
+                self.uploads - self.background_uploads,
+            )
+        };
+        uploads > 0 && held + bytes > bound
+    }
+
+    pub fn add(&mut self, bytes: u64, background: bool) {
+        self.bytes += bytes;
+        self.uploads += 1;
+        if background {
+            self.background_bytes += bytes;
+            self.background_uploads += 1;
+        }
+    }
+
+    fn remove(&mut self, bytes: u64, background: bool) {
+        self.bytes -= bytes;
+        self.uploads -= 1;
+        if background {
+            self.background_bytes -= bytes;
+            self.background_uploads -= 1;
+        }
+    }
 }
 
 pub(crate) struct EngineShared {
     pub gpu: Arc<Gpu>,
     pub staging: BufferPool,
-    /// One queue per worker; `None` once shut down. A resource always goes
-    /// to the same worker, so its uploads are copied and submitted in the
-    /// order they were made: the last upload to a region wins.
     /// Each worker's lanes, by [`UploadPriority`](super::UploadPriority);
-    /// `None` once the engine is shut down.
+    /// `None` once shut down. A resource always goes to the same worker and
+    /// lane, so its uploads are copied and submitted in the order they were
+    /// made: the last upload to a region wins.
     pub jobs: RwLock<Option<Vec<[Sender<Job>; 3]>>>,
     /// Wakes each worker waiting for the background budget to reopen.
     pub frame_ticks: Vec<Sender<()>>,
@@ -104,14 +144,13 @@ impl EngineShared {
         bytes: u64,
     ) {
         resource.finish(upload);
-        self.unadmit_bytes(bytes);
+        self.unadmit_bytes(bytes, resource.is_background());
     }
 
     /// Gives back engine-wide bytes of an upload that was not admitted.
-    pub fn unadmit_bytes(&self, bytes: u64) {
+    pub fn unadmit_bytes(&self, bytes: u64, background: bool) {
         let mut a = self.admission.lock();
-        a.bytes -= bytes;
-        a.uploads -= 1;
+        a.remove(bytes, background);
         drop(a);
         self.admitted.notify_all();
         // Every upload's end passes here: whoever waits for room may retry.
@@ -122,10 +161,13 @@ impl EngineShared {
 
     /// Ends an upload a newer one replaced; its resource count was already
     /// handed to the newer one.
-    pub fn end_superseded(&self, old: &Arc<UploadShared>) {
+    pub fn end_superseded(&self, resource: &ResourceShared, old: &Arc<UploadShared>) {
         Counters::drop_one(&self.counters.queued);
         Counters::bump(&self.counters.superseded);
-        self.unadmit_bytes(old.admitted.load(Ordering::Acquire));
+        self.unadmit_bytes(
+            old.admitted.load(Ordering::Acquire),
+            resource.is_background(),
+        );
         old.resolve(UploadStatus::Superseded);
     }
 

@@ -82,7 +82,8 @@ pub enum UploadPriority {
     Background = 2,
 }
 
-/// How a streamed texture or buffer is uploaded.
+/// How a streamed texture or buffer is uploaded. The default: a ring of two
+/// staging buffers, normal priority, whole-upload submissions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamOptions {
     /// Where uploads are staged.
@@ -203,7 +204,7 @@ impl UploadEngine {
                 .name(format!("stagehand-upload-{i}"))
                 .spawn(move || {
                     let _ = report.send(set_priority(priority));
-                    worker::run(for_worker, lanes, tick)
+                    worker::run(for_worker, worker::Queues::new(lanes, tick))
                 });
             match spawned {
                 Ok(handle) => workers.push(handle),
@@ -276,7 +277,7 @@ impl UploadEngine {
         options: StreamOptions,
     ) -> Result<StreamedTexture, UploadError> {
         let policy = options.policy;
-        check_policy(policy)?;
+        check_options(options)?;
         if options.rows_per_submit == Some(0) {
             return Err(UploadError::InvalidConfig(
                 "rows_per_submit must be at least 1".into(),
@@ -322,7 +323,7 @@ impl UploadEngine {
         options: StreamOptions,
     ) -> Result<StreamedBuffer, UploadError> {
         let policy = options.policy;
-        check_policy(policy)?;
+        check_options(options)?;
         if options.rows_per_submit.is_some() {
             return Err(UploadError::InvalidConfig(
                 "rows_per_submit applies to textures, not buffers".into(),
@@ -365,13 +366,19 @@ impl UploadEngine {
     }
 
     /// Ends a frame: background uploads may start another
-    /// [`EngineConfig::background_bytes_per_frame`] bytes. Call it once per
-    /// rendered frame; without a budget it does nothing.
+    /// [`EngineConfig::background_bytes_per_frame`] bytes. What they spent
+    /// past the budget carries over, so over many frames they average to
+    /// the budget. Call it once per rendered frame; without a budget it does
+    /// nothing.
     pub fn end_frame(&self) {
-        if self.shared.background_budget.is_none() {
+        let Some(budget) = self.shared.background_budget else {
             return;
-        }
-        self.shared.background_spent.store(0, Ordering::Release);
+        };
+        let _ = self.shared.background_spent.fetch_update(
+            Ordering::AcqRel,
+            Ordering::Acquire,
+            |spent| Some(spent.saturating_sub(budget)),
+        );
         for tick in &self.shared.frame_ticks {
             let _ = tick.try_send(());
         }
@@ -462,6 +469,27 @@ impl std::fmt::Debug for UploadEngine {
         f.debug_struct("UploadEngine")
             .field("workers", &self.workers.len())
             .finish_non_exhaustive()
+    }
+}
+
+fn check_options(options: StreamOptions) -> Result<(), UploadError> {
+    if options.policy == StagingPolicy::Synchronous
+        && options.priority == UploadPriority::Background
+    {
+        return Err(UploadError::InvalidConfig(
+            "background uploads need a worker (for their budget): use a policy other than Synchronous".into(),
+        ));
+    }
+    check_policy(options.policy)
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        Self {
+            policy: StagingPolicy::Ring(2),
+            priority: UploadPriority::Normal,
+            rows_per_submit: None,
+        }
     }
 }
 

@@ -133,6 +133,11 @@ impl ResourceShared {
         self.worker
     }
 
+    /// Whether its uploads are background ones (budgeted per frame).
+    pub fn is_background(&self) -> bool {
+        self.priority == super::UploadPriority::Background
+    }
+
     /// This resource's numbers now.
     pub fn stats(&self) -> ResourceStats {
         let p = self.pending.lock();
@@ -232,7 +237,8 @@ impl ResourceShared {
     fn admit_bytes(&self, bytes: u64, block: bool) -> Result<(), UploadError> {
         let engine = &self.engine;
         let mut a = engine.admission.lock();
-        while a.uploads > 0 && a.bytes + bytes > engine.max_in_flight_bytes {
+        let background = self.is_background();
+        while a.full(bytes, background, engine.max_in_flight_bytes) {
             if !block {
                 return Err(UploadError::WouldBlock(
                     "the engine is at its in-flight byte bound",
@@ -241,8 +247,7 @@ impl ResourceShared {
             self.check_open()?;
             engine.admitted.wait_for(&mut a, Duration::from_millis(10));
         }
-        a.bytes += bytes;
-        a.uploads += 1;
+        a.add(bytes, background);
         Ok(())
     }
 
@@ -288,12 +293,14 @@ impl Streamed {
         let superseded = match shared.admit(key, &upload, block) {
             Ok(old) => old,
             Err(e) => {
-                shared.engine.unadmit_bytes(staging_bytes);
+                shared
+                    .engine
+                    .unadmit_bytes(staging_bytes, shared.is_background());
                 return Err(e);
             }
         };
         if let Some(old) = superseded {
-            shared.engine.end_superseded(&old);
+            shared.engine.end_superseded(shared, &old);
         }
         shared
             .engine

@@ -11,7 +11,7 @@ use super::stats::Counters;
 use crate::backend::wgpu::{BufferBackend, scoped_call};
 use crate::pool::Pooled;
 use bytes::Bytes;
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -80,64 +80,84 @@ pub(crate) fn lanes() -> ([Sender<Job>; 3], Lanes) {
 /// cancelled meanwhile (so their resources can be released).
 const PARKED_RECHECK: Duration = Duration::from_millis(5);
 
-/// The next job: the oldest of the highest lane that has one. Background
-/// jobs start only while the frame's budget is open; over budget the worker
-/// still takes them off their lane, parks them in order, and drops any that
-/// get cancelled or superseded there. `None` once the lanes are closed and
-/// everything is drained.
-fn next(
-    engine: &EngineShared,
-    [high, normal, background]: &Lanes,
-    tick: &Receiver<()>,
-    parked: &mut VecDeque<Job>,
-) -> Option<Job> {
-    loop {
-        parked.retain(|job| job.upload.phase.load(Ordering::Acquire) != phase::ENDED);
-        if let Ok(job) = high.try_recv().or_else(|_| normal.try_recv()) {
-            return Some(job);
+/// A worker's lanes and the jobs it has taken off them, in order.
+pub(crate) struct Queues {
+    lanes: Lanes,
+    taken: [VecDeque<Job>; 3],
+    tick: Receiver<()>,
+}
+
+impl Queues {
+    pub fn new(lanes: Lanes, tick: Receiver<()>) -> Self {
+        Self {
+            lanes,
+            taken: Default::default(),
+            tick,
         }
-        let open = engine.background_open();
-        if open {
-            if let Some(job) = parked.pop_front() {
+    }
+
+    /// Moves every waiting job off the lanes, keeping order, and drops those
+    /// already ended (cancelled, superseded, released), so that nothing a
+    /// busier lane holds up keeps a released resource alive. True once the
+    /// lanes are closed (they close together, at shutdown).
+    fn gather(&mut self) -> bool {
+        let mut closed = false;
+        for (lane, taken) in self.lanes.iter().zip(&mut self.taken) {
+            loop {
+                match lane.try_recv() {
+                    Ok(job) => taken.push_back(job),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        closed = true;
+                        break;
+                    }
+                }
+            }
+            taken.retain(|job| job.upload.phase.load(Ordering::Acquire) != phase::ENDED);
+        }
+        closed
+    }
+
+    /// The next job: the oldest of the highest priority. Background jobs
+    /// start only while the frame's budget is open; over budget they wait
+    /// here. `None` once the lanes are closed and everything is drained
+    /// (what is left at shutdown is handed out, budget or not, to be
+    /// cancelled).
+    fn next(&mut self, engine: &EngineShared) -> Option<Job> {
+        loop {
+            let closed = self.gather();
+            let lanes = if closed || engine.background_open() {
+                3
+            } else {
+                2
+            };
+            if let Some(job) = self.taken[..lanes].iter_mut().find_map(VecDeque::pop_front) {
                 return Some(job);
             }
-        }
-        let idle = if parked.is_empty() {
-            Duration::from_secs(1)
-        } else {
-            PARKED_RECHECK
-        };
-        let got = crossbeam_channel::select_biased! {
-            recv(high) -> job => job,
-            recv(normal) -> job => job,
-            recv(background) -> job => match job {
-                Ok(job) if !open => {
-                    parked.push_back(job);
-                    continue;
-                }
-                other => other,
-            },
-            // A new frame: the budget may be open again.
-            recv(tick) -> _ => continue,
-            default(idle) => continue,
-        };
-        match got {
-            Ok(job) => return Some(job),
-            // A lane closed: the engine is shutting down and has closed them
-            // all. Drain what is left (each is cancelled), budget or not.
-            Err(_) => {
-                return parked.pop_front().or_else(|| {
-                    [high, normal, background]
-                        .iter()
-                        .find_map(|l| l.try_recv().ok())
-                });
+            if closed {
+                return None;
+            }
+            let idle = if self.taken[2].is_empty() {
+                Duration::from_secs(1)
+            } else {
+                PARKED_RECHECK
+            };
+            let [high, normal, background] = &self.lanes;
+            // Wake for a job on any lane, a new frame, or (holding background
+            // jobs) to look for cancelled ones; `gather` takes it from there.
+            crossbeam_channel::select_biased! {
+                recv(high) -> job => self.taken[0].extend(job),
+                recv(normal) -> job => self.taken[1].extend(job),
+                recv(background) -> job => self.taken[2].extend(job),
+                recv(self.tick) -> _ => {}
+                default(idle) => {}
             }
         }
     }
 }
 
 /// A worker's loop: runs jobs until its lanes are closed and drained.
-pub(crate) fn run(engine: Arc<EngineShared>, lanes: Lanes, tick: Receiver<()>) {
+pub(crate) fn run(engine: Arc<EngineShared>, mut queues: Queues) {
     struct Alive<'a>(&'a EngineShared);
     impl Drop for Alive<'_> {
         // Runs even if a job panics in our own code, so shutdown never waits
@@ -147,8 +167,7 @@ pub(crate) fn run(engine: Arc<EngineShared>, lanes: Lanes, tick: Receiver<()>) {
         }
     }
     let _alive = Alive(&engine);
-    let mut parked = VecDeque::new();
-    while let Some(job) = next(&engine, &lanes, &tick, &mut parked) {
+    while let Some(job) = queues.next(&engine) {
         process(job);
     }
 }
