@@ -42,6 +42,10 @@ fn buffer(engine: &UploadEngine, priority: UploadPriority) -> StreamedBuffer {
         .expect("buffer")
 }
 
+fn buffers(engine: &UploadEngine, n: usize, priority: UploadPriority) -> Vec<StreamedBuffer> {
+    (0..n).map(|_| buffer(engine, priority)).collect()
+}
+
 #[test]
 fn high_priority_starts_ahead_of_queued_normal_uploads() {
     let engine = engine(None);
@@ -68,9 +72,7 @@ fn high_priority_starts_ahead_of_queued_normal_uploads() {
             true,
         )
         .expect("gate upload");
-    let normal: Vec<StreamedBuffer> = (0..24)
-        .map(|_| buffer(&engine, UploadPriority::Normal))
-        .collect();
+    let normal = buffers(&engine, 24, UploadPriority::Normal);
     let high = buffer(&engine, UploadPriority::High);
     let data = vec![7u8; LEN as usize];
     let queued: Vec<_> = normal
@@ -98,9 +100,7 @@ fn background_uploads_keep_to_the_frame_budget() {
     // One upload's bytes: each frame lets exactly one background upload
     // start.
     let engine = engine(Some(LEN));
-    let background: Vec<StreamedBuffer> = (0..3)
-        .map(|_| buffer(&engine, UploadPriority::Background))
-        .collect();
+    let background = buffers(&engine, 3, UploadPriority::Background);
     let normal = buffer(&engine, UploadPriority::Normal);
     let data = vec![3u8; LEN as usize];
     let queued: Vec<_> = background
@@ -139,9 +139,7 @@ fn background_uploads_keep_to_the_frame_budget() {
 #[test]
 fn engine_drop_cancels_background_uploads_held_by_the_budget() {
     let engine = engine(Some(LEN));
-    let background: Vec<StreamedBuffer> = (0..3)
-        .map(|_| buffer(&engine, UploadPriority::Background))
-        .collect();
+    let background = buffers(&engine, 3, UploadPriority::Background);
     let uploads: Vec<_> = background
         .iter()
         .map(|b| b.upload(vec![1u8; LEN as usize], 0).unwrap())
@@ -186,9 +184,7 @@ fn releasing_a_background_resource_over_budget_does_not_wait_for_a_frame() {
 fn waiting_background_uploads_leave_room_for_the_others() {
     // Room for two uploads in flight, and a budget of one per frame.
     let engine = engine_bounded(Some(LEN), 2 * LEN);
-    let background: Vec<StreamedBuffer> = (0..3)
-        .map(|_| buffer(&engine, UploadPriority::Background))
-        .collect();
+    let background = buffers(&engine, 3, UploadPriority::Background);
     let data = vec![5u8; LEN as usize];
     let first = background[0].upload(data.clone(), 0).unwrap();
     assert_eq!(first.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
