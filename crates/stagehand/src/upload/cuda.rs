@@ -195,6 +195,14 @@ impl Shared {
         self.admitted.notify_all();
     }
 
+    /// The books of an upload that ended while queued (by its handle's
+    /// cancel, or by shutdown): it leaves the queue and the in-flight bound.
+    fn cancelled_while_queued(&self, len: u64) {
+        Counters::drop_one(&self.counters.queued);
+        Counters::bump(&self.counters.cancelled);
+        self.unadmit(len);
+    }
+
     /// Waits until it is chunk `seq`'s turn to be queued on the stream; the
     /// turn passes to the next chunk when the guard drops, even by a panic.
     fn wait_turn(&self, seq: u64) -> Turn<'_> {
@@ -240,9 +248,7 @@ impl Shared {
     fn start(&self, job: &Job) -> bool {
         if self.shut_down.load(Ordering::Acquire) && job.upload.advance(phase::QUEUED, phase::ENDED)
         {
-            Counters::drop_one(&self.counters.queued);
-            Counters::bump(&self.counters.cancelled);
-            self.unadmit(job.data.len() as u64);
+            self.cancelled_while_queued(job.data.len() as u64);
             job.upload.resolve(UploadStatus::Cancelled);
         }
         if !job.upload.advance(phase::QUEUED, phase::SUBMITTED) {
@@ -501,9 +507,7 @@ impl CudaUploadEngine {
         let weak = Arc::downgrade(&self.shared);
         let on_cancel = move || {
             if let Some(shared) = weak.upgrade() {
-                Counters::drop_one(&shared.counters.queued);
-                Counters::bump(&shared.counters.cancelled);
-                shared.unadmit(len);
+                shared.cancelled_while_queued(len);
             }
         };
         Upload {
@@ -551,13 +555,7 @@ impl Drop for CudaUploadEngine {
         // Closing the channel lets the workers drain it and exit; the
         // completion thread exits when the last worker has.
         drop(self.shared.chunks.lock().take());
-        // Dropped from a callback, on one of our own threads: that thread
-        // cannot join itself; the others still end, and it ends on return.
-        let me = std::thread::current().id();
-        let threads = self.workers.drain(..).chain(self.completer.take());
-        for thread in threads.filter(|t| t.thread().id() != me) {
-            let _ = thread.join();
-        }
+        super::join_others(self.workers.drain(..).chain(self.completer.take()));
     }
 }
 

@@ -264,8 +264,7 @@ impl UploadEngine {
             desc,
             StreamOptions {
                 policy,
-                priority: UploadPriority::Normal,
-                rows_per_submit: None,
+                ..StreamOptions::default()
             },
         )
     }
@@ -309,8 +308,7 @@ impl UploadEngine {
     ) -> Result<StreamedBuffer, UploadError> {
         let options = StreamOptions {
             policy,
-            priority: UploadPriority::Normal,
-            rows_per_submit: None,
+            ..StreamOptions::default()
         };
         self.create_buffer_with(desc, options)
     }
@@ -449,18 +447,19 @@ impl Drop for UploadEngine {
         // Closing the queue lets workers drain it (cancelling what is left)
         // and exit.
         self.shared.jobs.write().take();
-        // Dropped from a callback, on the poller: a thread cannot join
-        // itself; the others still end, and it ends when the callback returns.
-        let me = std::thread::current().id();
-        for worker in self.workers.drain(..) {
-            if worker.thread().id() != me {
-                let _ = worker.join();
-            }
-        }
+        join_others(self.workers.drain(..));
         self.shared.wake_poller.1.notify_all();
-        if let Some(poller) = self.poller.take().filter(|p| p.thread().id() != me) {
-            let _ = poller.join();
-        }
+        join_others(self.poller.take());
+    }
+}
+
+/// Joins an engine's threads, except the one running this: an engine dropped
+/// from a callback is dropped on one of its own threads, which cannot join
+/// itself; the others still end, and it ends when the callback returns.
+pub(crate) fn join_others(threads: impl IntoIterator<Item = JoinHandle<()>>) {
+    let me = std::thread::current().id();
+    for thread in threads.into_iter().filter(|t| t.thread().id() != me) {
+        let _ = thread.join();
     }
 }
 
