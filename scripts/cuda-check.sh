@@ -21,6 +21,6 @@ if command -v nvidia-smi >/dev/null; then
 fi
 
 echo "== CUDA tests"
-cargo test --release -p stagehand --features cuda --test cuda -- --nocapture
+cargo test --release -p stagehand-gpu --features cuda --test cuda -- --nocapture
 echo "== stagehand bench cuda"
 cargo run --release -p stagehand-cli -- bench cuda --rounds "${ROUNDS:-11}"

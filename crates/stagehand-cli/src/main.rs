@@ -4,7 +4,7 @@ mod bench;
 mod play;
 
 use clap::{Args, Parser, Subcommand};
-use stagehand::{Gpu, GpuOptions};
+use stagehand_gpu::{Gpu, GpuOptions};
 use std::process::ExitCode;
 
 /// GPU memory, uploads and diagnostics over wgpu.
@@ -43,7 +43,7 @@ struct GpuArgs {
 }
 
 impl GpuArgs {
-    fn open(&self) -> stagehand::Result<Gpu> {
+    fn open(&self) -> stagehand_gpu::Result<Gpu> {
         let options = GpuOptions {
             backend: self.backend.clone(),
             adapter: self.adapter.clone(),
@@ -62,7 +62,7 @@ struct ReportArgs {
     json: bool,
 }
 
-fn report(args: &ReportArgs) -> stagehand::Result<()> {
+fn report(args: &ReportArgs) -> stagehand_gpu::Result<()> {
     let gpu = args.gpu.open()?;
     #[allow(unused_mut)] // only the CUDA section is added afterwards
     let mut report = gpu.report();
@@ -78,11 +78,11 @@ fn report(args: &ReportArgs) -> stagehand::Result<()> {
 
 /// Device 0's `cuda` section, or the one line saying why there is none.
 #[cfg(feature = "cuda")]
-fn cuda_section() -> stagehand::diag::sections::CudaSection {
-    use stagehand::backend::cuda::Cuda;
+fn cuda_section() -> stagehand_gpu::diag::sections::CudaSection {
+    use stagehand_gpu::backend::cuda::Cuda;
     match Cuda::open(0) {
         Ok(cuda) => cuda.section(Vec::new(), None),
-        Err(e) => stagehand::diag::sections::CudaSection::unavailable(&e),
+        Err(e) => stagehand_gpu::diag::sections::CudaSection::unavailable(&e),
     }
 }
 

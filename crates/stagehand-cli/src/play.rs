@@ -2,8 +2,8 @@
 //! summary and the diagnostics report.
 
 use clap::Args;
-use stagehand::play::{PlayError, PlayOptions, PlaySummary, Progress, play};
-use stagehand::upload::UploadEngine;
+use stagehand_gpu::upload::UploadEngine;
+use stagehand_play::{PlayError, PlayOptions, PlaySummary, Progress, play};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -109,11 +109,11 @@ pub fn run(args: &PlayArgs) -> Result<(), PlayError> {
     let timeline = args
         .trace
         .as_ref()
-        .map(|_| Arc::new(stagehand::diag::Timeline::new()));
+        .map(|_| Arc::new(stagehand_gpu::diag::Timeline::new()));
     options.timeline = timeline.clone();
-    let config = stagehand::upload::EngineConfig {
+    let config = stagehand_gpu::upload::EngineConfig {
         timeline: timeline.clone(),
-        ..stagehand::play::engine_config(args.threads)
+        ..stagehand_play::engine_config(args.threads)
     };
     let engine = UploadEngine::new(Arc::clone(&gpu), config)?;
     let mut bar = Bar::new(!args.json);
@@ -129,7 +129,7 @@ pub fn run(args: &PlayArgs) -> Result<(), PlayError> {
         })?;
     }
     // The summary first, then the diagnostics report.
-    let mut report = stagehand::Report::new();
+    let mut report = stagehand_gpu::Report::new();
     report.add(&summary).merge(gpu.report());
     report
         .add(&engine.staging_pool().section(false))

@@ -46,7 +46,7 @@ fn report_says_in_one_line_that_cuda_is_unavailable() {
         .nth(1)
         .expect("a cuda section");
     let lines: Vec<&str> = section.lines().filter(|l| !l.trim().is_empty()).collect();
-    if stagehand::backend::cuda::driver_present() {
+    if stagehand_gpu::backend::cuda::driver_present() {
         let _ = writeln!(
             std::io::stderr(),
             "SKIPPED report_says_in_one_line_that_cuda_is_unavailable: a CUDA driver is present"

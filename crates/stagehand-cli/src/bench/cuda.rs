@@ -5,10 +5,10 @@
 
 use super::stats::{median, time_round};
 use bytes::Bytes;
-use stagehand::backend::cuda::{Cuda, CudaError, DevicePool, Stream};
-use stagehand::pool::PoolConfig;
-use stagehand::upload::UploadStatus;
-use stagehand::upload::cuda::{CudaEngineConfig, CudaUploadEngine};
+use stagehand_gpu::backend::cuda::{Cuda, CudaError, DevicePool, Stream};
+use stagehand_gpu::pool::PoolConfig;
+use stagehand_gpu::upload::UploadStatus;
+use stagehand_gpu::upload::cuda::{CudaEngineConfig, CudaUploadEngine};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -154,7 +154,7 @@ fn bandwidth(cuda: &Cuda, stream: &Stream, rounds: usize) -> Result<()> {
 }
 
 /// Reads the destination back: the last copy of every round wrote `source`.
-fn check_copy(dst: &stagehand::backend::cuda::DeviceBuffer, source: &[u8]) -> Result<()> {
+fn check_copy(dst: &stagehand_gpu::backend::cuda::DeviceBuffer, source: &[u8]) -> Result<()> {
     let mut back = vec![0u8; source.len()];
     dst.read(0, &mut back)
         .map_err(|e: CudaError| e.to_string())?;

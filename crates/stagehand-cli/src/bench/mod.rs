@@ -56,7 +56,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     run_wgpu(args).map_err(|e| e.to_string())
 }
 
-fn run_wgpu(args: &BenchArgs) -> stagehand::Result<()> {
+fn run_wgpu(args: &BenchArgs) -> stagehand_gpu::Result<()> {
     let gpu = std::sync::Arc::new(args.gpu.open()?);
     let info = gpu.info();
     println!(

@@ -3,9 +3,9 @@
 //! pooled take + drop from 1, 2 and 4 threads sharing one pool.
 
 use super::stats::{median, time_round};
-use stagehand::Gpu;
-use stagehand::backend::wgpu::buffer_pool;
-use stagehand::pool::PoolConfig;
+use stagehand_gpu::Gpu;
+use stagehand_gpu::backend::wgpu::buffer_pool;
+use stagehand_gpu::pool::PoolConfig;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,7 +28,7 @@ fn calibrate(max_ops: usize, mut f: impl FnMut()) -> usize {
 }
 
 /// Runs the benchmark and prints its tables.
-pub fn run(gpu: Arc<Gpu>, rounds: usize, ops: usize) -> stagehand::Result<()> {
+pub fn run(gpu: Arc<Gpu>, rounds: usize, ops: usize) -> stagehand_gpu::Result<()> {
     let pool = buffer_pool(gpu.clone(), PoolConfig::named("bench")).map_err(pool_error)?;
     let raw: &wgpu::Device = gpu.device();
     println!("pooled take + drop (free-list hit) against create + drop of the same buffer\n");
@@ -71,7 +71,7 @@ pub fn run(gpu: Arc<Gpu>, rounds: usize, ops: usize) -> stagehand::Result<()> {
     Ok(())
 }
 
-fn threads(pool: &stagehand::backend::wgpu::BufferPool, rounds: usize, ops: usize) {
+fn threads(pool: &stagehand_gpu::backend::wgpu::BufferPool, rounds: usize, ops: usize) {
     println!("pooled take + drop of 256 B from threads sharing one pool\n");
     println!(
         "{:>8}  {:>16}  {:>14}",
@@ -103,6 +103,6 @@ fn threads(pool: &stagehand::backend::wgpu::BufferPool, rounds: usize, ops: usiz
     );
 }
 
-fn pool_error(e: stagehand::pool::PoolError) -> stagehand::Error {
+fn pool_error(e: stagehand_gpu::pool::PoolError) -> stagehand_gpu::Error {
     e.into()
 }

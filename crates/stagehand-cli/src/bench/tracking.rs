@@ -3,7 +3,7 @@
 //! count).
 
 use super::stats::{median, print_table, time_round};
-use stagehand::{Gpu, ObjectKind, Tracked};
+use stagehand_gpu::{Gpu, ObjectKind, Tracked};
 
 const DESC: wgpu::BufferDescriptor<'static> = wgpu::BufferDescriptor {
     label: None,
@@ -13,7 +13,7 @@ const DESC: wgpu::BufferDescriptor<'static> = wgpu::BufferDescriptor {
 };
 
 /// Runs the benchmark and prints its table.
-pub fn run(gpu: &Gpu, rounds: usize, ops: usize) -> stagehand::Result<()> {
+pub fn run(gpu: &Gpu, rounds: usize, ops: usize) -> stagehand_gpu::Result<()> {
     let device = gpu.device();
     let raw: &wgpu::Device = device;
     let tracker = gpu.tracker();

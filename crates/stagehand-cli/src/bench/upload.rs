@@ -10,8 +10,8 @@
 
 use super::stats::median;
 use bytes::Bytes;
-use stagehand::Gpu;
-use stagehand::upload::{
+use stagehand_gpu::Gpu;
+use stagehand_gpu::upload::{
     EngineConfig, Priority, StagingPolicy, StreamOptions, UploadEngine, UploadError,
 };
 use std::sync::Arc;
@@ -65,7 +65,7 @@ impl Run {
     }
 }
 
-fn texture(gpu: &Gpu) -> stagehand::Tracked<wgpu::Texture> {
+fn texture(gpu: &Gpu) -> stagehand_gpu::Tracked<wgpu::Texture> {
     let desc = frame_desc();
     gpu.device().create_texture(&desc).expect("a 4K texture")
 }
@@ -107,8 +107,8 @@ fn copy_frame(
 
 /// The render thread's own work each frame: a small clear pass, submitted.
 struct Render {
-    target: stagehand::Tracked<wgpu::TextureView>,
-    _texture: stagehand::Tracked<wgpu::Texture>,
+    target: stagehand_gpu::Tracked<wgpu::TextureView>,
+    _texture: stagehand_gpu::Tracked<wgpu::Texture>,
 }
 
 impl Render {
@@ -338,7 +338,7 @@ fn stagehand(
     };
     let streamed = engine.create_texture_with(&frame_desc(), options)?;
     let render = Render::new(gpu);
-    let region = stagehand::upload::TextureRegion::frame(frame_desc().size);
+    let region = stagehand_gpu::upload::TextureRegion::frame(frame_desc().size);
     let (mut blocked, mut calls) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let mut last = None;
     let start = Instant::now();
@@ -380,7 +380,7 @@ fn stagehand(
 /// A generated frame, written row by row straight into staging.
 fn fill_frame(
     out: &mut wgpu::WriteOnly<'_, [u8]>,
-    layout: &stagehand::upload::CopyLayout,
+    layout: &stagehand_gpu::upload::CopyLayout,
     shade: u8,
 ) {
     let row: Vec<u8> = (0..layout.row_bytes)
@@ -407,7 +407,7 @@ fn memcpy_gbps(frames: &[Bytes]) -> f64 {
 }
 
 /// Runs every variant at both rates and prints the table.
-pub fn run(gpu: Arc<Gpu>, frames_per_run: usize) -> stagehand::Result<()> {
+pub fn run(gpu: Arc<Gpu>, frames_per_run: usize) -> stagehand_gpu::Result<()> {
     let frames: Vec<Bytes> = (0..3u8)
         .map(|k| Bytes::from(vec![k.wrapping_mul(77); FRAME]))
         .collect();
@@ -451,6 +451,6 @@ pub fn run(gpu: Arc<Gpu>, frames_per_run: usize) -> stagehand::Result<()> {
     Ok(())
 }
 
-fn upload_error(e: UploadError) -> stagehand::Error {
-    stagehand::Error::Upload(e)
+fn upload_error(e: UploadError) -> stagehand_gpu::Error {
+    stagehand_gpu::Error::Upload(e)
 }

@@ -1,0 +1,415 @@
+//! The CUDA backend: pool, pinned staging, uploads, report.
+//!
+//! Tests that need a device print `SKIPPED <test>: <why>` straight to the
+//! terminal (past the test harness's capture) and return when there is no
+//! driver or no device. The first two tests run everywhere: without a
+//! driver they check the typed error and the one-line report.
+
+#![cfg(feature = "cuda")]
+
+use bytes::Bytes;
+use stagehand_gpu::Report;
+use stagehand_gpu::backend::cuda::{Cuda, CudaError, DevicePool, Stream, driver_present};
+use stagehand_gpu::diag::sections::CudaSection;
+use stagehand_gpu::pool::{PoolConfig, PoolError};
+use stagehand_gpu::upload::cuda::{CudaEngineConfig, CudaUploadEngine};
+use stagehand_gpu::upload::{Cancel, UploadError, UploadStatus};
+use std::io::Write;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+const MIB: u64 = 1 << 20;
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Tests that use the device run one at a time: one of them fills its
+/// memory, another compares free memory before and after.
+static DEVICE: Mutex<()> = Mutex::new(());
+
+/// Opens device 0 and holds it for the test, or says on the terminal why
+/// the test is skipped.
+fn cuda(test: &str) -> Option<(Cuda, MutexGuard<'static, ()>)> {
+    let guard = DEVICE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    match Cuda::open(0) {
+        Ok(cuda) => Some((cuda, guard)),
+        Err(e @ (CudaError::NoDriver | CudaError::NoDevice { .. })) => {
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {e}");
+            None
+        }
+        Err(e) => panic!("a CUDA driver is present but device 0 did not open: {e}"),
+    }
+}
+
+/// A small engine: chunks small enough that every upload here spans
+/// several, and three workers so chunks are filled out of order.
+fn engine(cuda: &Cuda) -> CudaUploadEngine {
+    let config = CudaEngineConfig {
+        workers: 3,
+        chunk_bytes: 64 << 10,
+        slots_per_worker: 2,
+        max_in_flight_bytes: 64 * MIB,
+    };
+    CudaUploadEngine::new(cuda, config).expect("engine")
+}
+
+/// What most tests start from: a device pool, a stream and an engine.
+fn setup(cuda: &Cuda) -> (DevicePool, Stream, CudaUploadEngine) {
+    let pool = DevicePool::new(cuda, PoolConfig::named("device")).expect("pool");
+    let stream = cuda.new_stream().expect("stream");
+    (pool, stream, engine(cuda))
+}
+
+/// Deterministic bytes: an xorshift stream from `seed`.
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn open_says_what_is_missing() {
+    match Cuda::open(0) {
+        Ok(cuda) => {
+            assert!(driver_present());
+            assert!(!cuda.info().name.is_empty());
+            assert!(cuda.info().total_memory > 0);
+        }
+        Err(CudaError::NoDriver) => {
+            assert!(!driver_present(), "NoDriver although libcuda loads");
+            let text = CudaError::NoDriver.to_string();
+            assert!(text.contains("libcuda"), "{text}");
+        }
+        Err(CudaError::NoDevice { ordinal, .. }) => assert_eq!(ordinal, 0),
+        Err(e) => panic!("unexpected error opening CUDA: {e}"),
+    }
+    // An ordinal no machine has is NoDevice (or NoDriver), never a panic.
+    match Cuda::open(1 << 20) {
+        Err(CudaError::NoDevice { ordinal, .. }) => assert_eq!(ordinal, 1 << 20),
+        Err(CudaError::NoDriver) => assert!(!driver_present()),
+        other => panic!("device 2^20 gave {other:?}"),
+    }
+}
+
+#[test]
+fn report_says_unavailable_in_one_line() {
+    let mut report = Report::new();
+    report.add(&CudaSection::unavailable(&CudaError::NoDriver));
+    let text = report.to_text();
+    let body: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && l.contains("unavailable"))
+        .collect();
+    assert_eq!(body.len(), 1, "{text}");
+    assert!(body[0].contains("no CUDA driver"), "{text}");
+    let json = report.to_json();
+    assert_eq!(
+        json["cuda"]["unavailable"],
+        serde_json::Value::String(CudaError::NoDriver.to_string())
+    );
+}
+
+#[test]
+fn pool_reuses_in_stream_order() {
+    let Some((cuda, _device)) = cuda("pool_reuses_in_stream_order") else {
+        return;
+    };
+    let pool = DevicePool::new(&cuda, PoolConfig::named("device")).expect("pool");
+    let (s1, s2) = (cuda.new_stream().unwrap(), cuda.new_stream().unwrap());
+    let first = pool.take(MIB, &s1).expect("take");
+    let ptr = first.ptr();
+    first.write(0, &pattern(1, MIB as usize)).expect("write");
+    drop(first);
+    // Same stream: the same block at once, no new allocation.
+    let again = pool.take(MIB - 100, &s1).expect("take again");
+    assert_eq!(again.ptr(), ptr);
+    let mut back = vec![0; again.len() as usize];
+    again.read(0, &mut back).expect("read");
+    assert_eq!(
+        back[..],
+        pattern(1, MIB as usize)[..back.len()],
+        "contents survive reuse"
+    );
+    drop(again);
+    let events = cuda.counts().events;
+    // Another stream: the block orders itself after s1 with an event.
+    let other = pool.take(MIB, &s2).expect("take on s2");
+    assert_eq!(other.ptr(), ptr);
+    assert_eq!(cuda.counts().events, events + 1);
+    let stats = pool.pool().stats();
+    assert_eq!((stats.allocations, stats.hits), (1, 2));
+    drop(other);
+    pool.pool().trim();
+    assert_eq!(cuda.counts().device_allocations, 0);
+}
+
+#[test]
+fn uploads_land_byte_for_byte() {
+    let Some((cuda, _device)) = cuda("uploads_land_byte_for_byte") else {
+        return;
+    };
+    let (pool, stream, engine) = setup(&cuda);
+    let len = 3 * MIB as usize + 12_345;
+    let dst = Arc::new(pool.take(len as u64, &stream).expect("take"));
+    dst.write(0, &vec![0; len]).expect("clear");
+    let mut mirror = vec![0u8; len];
+    let mut uploads = Vec::new();
+    let mut source = vec![0u8; 512 << 10];
+    for i in 0..400u64 {
+        // Lengths from 1 byte to 8 chunks, at any offset, overlapping.
+        let n =
+            1 + (pattern(i, 4).iter().map(|&b| b as usize).sum::<usize>() * 2003) % source.len();
+        let offset = (i as usize * 7919) % (len - n);
+        source[..n].copy_from_slice(&pattern(1000 + i, n));
+        let up = engine
+            .upload(&dst, offset as u64, Bytes::copy_from_slice(&source[..n]))
+            .expect("upload");
+        // The caller scribbles over its own buffer at once.
+        source[..n].fill(0xEE);
+        mirror[offset..offset + n].copy_from_slice(&pattern(1000 + i, n));
+        uploads.push(up);
+    }
+    for up in &uploads {
+        let outcome = up.wait_timeout(WAIT).expect("an upload hung");
+        assert_eq!(outcome.status, UploadStatus::Done);
+        let t = outcome.times;
+        assert!(t.queued <= t.copy_started && t.copy_started <= t.copy_ended);
+        assert!(t.submitted <= t.gpu_complete && t.gpu_complete.is_some());
+    }
+    let mut back = vec![0u8; len];
+    dst.read(0, &mut back).expect("read back");
+    let wrong = back.iter().zip(&mirror).filter(|(a, b)| a != b).count();
+    assert_eq!(
+        wrong, 0,
+        "{wrong} bytes differ: the last upload to a byte must win"
+    );
+    assert_eq!(engine.stats().completed, 400);
+}
+
+#[test]
+fn bad_input_is_refused_and_others_land() {
+    let Some((cuda, _device)) = cuda("bad_input_is_refused_and_others_land") else {
+        return;
+    };
+    let (pool, stream, engine) = setup(&cuda);
+    let dst = Arc::new(pool.take(MIB, &stream).unwrap());
+    let good = engine.upload(&dst, 0, pattern(7, MIB as usize)).unwrap();
+    // Zero bytes: ZeroSized.
+    assert_eq!(
+        engine.upload(&dst, 0, Vec::new()).unwrap_err(),
+        UploadError::ZeroSized
+    );
+    // Past the end, by one byte or by overflow: OutOfBounds.
+    for (offset, n) in [(MIB - 10, 11), (u64::MAX - 2, 8), (MIB, 1)] {
+        let e = engine.upload(&dst, offset, vec![1u8; n]).unwrap_err();
+        assert!(matches!(e, UploadError::OutOfBounds { .. }), "{e}");
+    }
+    // A zero-length pool request: InvalidRequest; the pool is unchanged.
+    let held = pool.pool().stats().held;
+    assert!(matches!(
+        pool.take(0, &stream),
+        Err(PoolError::InvalidRequest { .. })
+    ));
+    assert_eq!(pool.pool().stats().held, held);
+    // Bad configs: InvalidConfig.
+    for config in [
+        CudaEngineConfig {
+            workers: 0,
+            ..Default::default()
+        },
+        CudaEngineConfig {
+            chunk_bytes: 100,
+            ..Default::default()
+        },
+        CudaEngineConfig {
+            slots_per_worker: 0,
+            ..Default::default()
+        },
+        CudaEngineConfig {
+            workers: 1000,
+            ..Default::default()
+        },
+        CudaEngineConfig {
+            chunk_bytes: u64::MAX / 2,
+            ..Default::default()
+        },
+    ] {
+        let e = CudaUploadEngine::new(&cuda, config).unwrap_err();
+        assert!(matches!(e, UploadError::InvalidConfig(_)), "{e}");
+    }
+    assert_eq!(good.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+    let mut back = vec![0; MIB as usize];
+    dst.read(0, &mut back).unwrap();
+    assert_eq!(back, pattern(7, MIB as usize));
+}
+
+#[test]
+fn cancel_callbacks_and_drop_resolve_everything() {
+    let Some((cuda, _device)) = cuda("cancel_callbacks_and_drop_resolve_everything") else {
+        return;
+    };
+    let (pool, stream, engine) = setup(&cuda);
+    let dst = Arc::new(pool.take(8 * MIB, &stream).unwrap());
+    let data = Bytes::from(pattern(3, 8 * MIB as usize));
+    let uploads: Vec<_> = (0..40)
+        .map(|_| engine.upload(&dst, 0, data.clone()).unwrap())
+        .collect();
+    // A panicking callback is caught and counted.
+    uploads[0].on_complete(|_| panic!("a user callback panics"));
+    let cancels: Vec<Cancel> = uploads.iter().skip(20).map(|u| u.cancel()).collect();
+    drop(engine);
+    let mut done = 0;
+    for (i, up) in uploads.iter().enumerate() {
+        let outcome = up
+            .wait_timeout(WAIT)
+            .expect("every upload resolves after drop");
+        match outcome.status {
+            UploadStatus::Done => done += 1,
+            UploadStatus::Cancelled => {
+                assert!(i >= 20 || i > 0, "upload {i} cancelled without asking");
+            }
+            other => panic!("upload {i} ended {other:?}"),
+        }
+        if i >= 20 && cancels[i - 20] == Cancel::Cancelled {
+            assert_eq!(outcome.status, UploadStatus::Cancelled);
+        }
+    }
+    assert!(done >= 1, "the first upload was started before the drop");
+    drop(dst);
+    drop(uploads);
+    pool.pool().trim();
+    let live = cuda.counts();
+    assert_eq!(
+        live.pinned_buffers, 0,
+        "the engine's staging is freed: {live:?}"
+    );
+    assert_eq!(live.device_allocations, 0, "{live:?}");
+}
+
+#[test]
+fn no_leaks_after_pools_and_engines() {
+    let Some((cuda, _device)) = cuda("no_leaks_after_pools_and_engines") else {
+        return;
+    };
+    cuda.synchronize().unwrap();
+    let (free_before, _) = cuda.memory_info().unwrap();
+    let start = cuda.counts();
+    for round in 0..20u64 {
+        let (pool, stream, engine) = setup(&cuda);
+        let dst = Arc::new(pool.take(4 * MIB + round, &stream).unwrap());
+        let up = engine
+            .upload(&dst, 0, pattern(round, 4 * MIB as usize))
+            .unwrap();
+        assert_eq!(up.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+        drop((engine, dst, pool, stream));
+        assert_eq!(cuda.counts(), start, "round {round} left objects behind");
+    }
+    cuda.synchronize().unwrap();
+    let (free_after, _) = cuda.memory_info().unwrap();
+    // The driver keeps some memory of its own after first use of streams
+    // and copies; allow 64 MiB of that, far below one round's 4 MiB x 20.
+    assert!(
+        free_after + 64 * MIB >= free_before,
+        "device memory fell from {free_before} to {free_after}"
+    );
+}
+
+#[test]
+fn out_of_memory_is_typed_and_the_pool_recovers() {
+    let Some((cuda, _device)) = cuda("out_of_memory_is_typed_and_the_pool_recovers") else {
+        return;
+    };
+    let pool = DevicePool::new(&cuda, PoolConfig::named("device")).unwrap();
+    let stream = cuda.new_stream().unwrap();
+    let total = cuda.info().total_memory;
+    // More than the card has, in one plain allocation.
+    let e = pool.take(total + total / 2, &stream).unwrap_err();
+    assert!(e.is_oom(), "{e}");
+    // Fill the device in eighths until it refuses.
+    let mut held = Vec::new();
+    let err = loop {
+        match pool.take(total / 8, &stream) {
+            Ok(b) => held.push(b),
+            Err(e) => break e,
+        }
+        assert!(held.len() <= 8, "the device gave more than it has");
+    };
+    assert!(err.is_oom(), "{err}");
+    assert!(pool.pool().stats().ooms >= 2);
+    drop(held);
+    // Idle blocks are trimmed on the next OOM; an ordinary request works.
+    let small = pool.take(MIB, &stream).expect("the pool works after OOM");
+    small.write(0, &[1; 16]).unwrap();
+    drop(small);
+    pool.pool().trim();
+    assert_eq!(cuda.counts().device_allocations, 0);
+}
+
+#[test]
+fn section_lists_the_device() {
+    let Some((cuda, _device)) = cuda("section_lists_the_device") else {
+        return;
+    };
+    let (pool, stream, engine) = setup(&cuda);
+    let block = pool.take(MIB, &stream).unwrap();
+    let section = cuda.section(vec![pool.pool().stats()], Some(engine.stats()));
+    let mut report = Report::new();
+    report.add(&section);
+    let text = report.to_text();
+    assert!(text.contains(&cuda.info().name), "{text}");
+    assert!(text.contains("device allocations"), "{text}");
+    let live = section.live.expect("live counts");
+    assert!(live.device_allocations >= 1 && live.streams >= 2 && live.pinned_buffers >= 1);
+    drop((block, engine));
+}
+
+/// A waker that panics, and an engine dropped from inside a callback on its
+/// own completion thread: neither hangs or kills the engine's threads.
+#[test]
+fn panicking_waker_and_drop_from_a_callback() {
+    let Some((cuda, _device)) = cuda("panicking_waker_and_drop_from_a_callback") else {
+        return;
+    };
+    let (pool, stream, engine) = setup(&cuda);
+    let dst = Arc::new(pool.take(4 * MIB, &stream).unwrap());
+    let engine = Arc::new(engine);
+    let data = Bytes::from(pattern(9, 4 * MIB as usize));
+
+    struct Panics;
+    impl std::task::Wake for Panics {
+        fn wake(self: Arc<Self>) {
+            panic!("an executor's waker panics");
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Panics));
+    let mut polled = std::pin::pin!(engine.upload(&dst, 0, data.clone()).unwrap());
+    let mut cx = std::task::Context::from_waker(&waker);
+    // Pending now (copies take a while), or already done.
+    let _ = std::future::Future::poll(polled.as_mut(), &mut cx);
+    let after = engine.upload(&dst, 0, data.clone()).unwrap();
+    assert_eq!(after.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+
+    // The last handle to the engine, dropped inside a callback.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let last = engine.upload(&dst, 0, data).unwrap();
+    let held = Arc::clone(&engine);
+    last.on_complete(move |outcome| {
+        drop(held);
+        let _ = tx.send(outcome.status.clone());
+    });
+    drop(engine);
+    let status = rx.recv_timeout(WAIT).expect("the callback ran");
+    assert_eq!(status, UploadStatus::Done);
+    // Everything the engine held goes back once its threads are gone.
+    let deadline = std::time::Instant::now() + WAIT;
+    while cuda.counts().pinned_buffers != 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(cuda.counts().pinned_buffers, 0);
+}

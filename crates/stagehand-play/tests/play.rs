@@ -1,0 +1,187 @@
+//! Playback of a generated folder of numbered frames: the render pass drew
+//! the frame the queue says was on screen, in natural file order, and every
+//! pushed frame was shown, dropped or failed. Bad folders get typed errors.
+
+use stagehand_gpu::upload::UploadEngine;
+use stagehand_play::{PlayError, PlayOptions, engine_config, pattern, play};
+use std::path::Path;
+use std::sync::Arc;
+
+const W: u32 = 256;
+const H: u32 = 64;
+
+/// Frames `frame_1` to `frame_12`: PNG, 16-bit PNG and JPEG, each showing
+/// its file number.
+fn write_frames(dir: &Path) {
+    for n in 1..=12u64 {
+        let rgba = pattern::frame(n, W, H);
+        let img = image::RgbaImage::from_raw(W, H, rgba).unwrap();
+        match n {
+            1..=4 => img.save(dir.join(format!("frame_{n}.png"))).unwrap(),
+            5..=8 => {
+                let wide: Vec<u16> = img.as_raw().iter().map(|&v| u16::from(v) * 257).collect();
+                let img16 =
+                    image::ImageBuffer::<image::Rgba<u16>, _>::from_raw(W, H, wide).unwrap();
+                img16.save(dir.join(format!("frame_{n}.png"))).unwrap();
+            }
+            _ => image::DynamicImage::ImageRgba8(img)
+                .to_rgb8()
+                .save(dir.join(format!("frame_{n}.jpg")))
+                .unwrap(),
+        }
+    }
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("stagehand-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn the_drawn_frame_is_the_one_on_screen_in_natural_order() {
+    let dir = temp_dir("frames");
+    write_frames(&dir);
+    let gpu = Arc::new(gpu());
+    let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
+    let options = PlayOptions {
+        dir: Some(dir.clone()),
+        fps: 12.0,
+        output_size: (W, H),
+        save_ticks: vec![2, 5, 8, 11],
+        ..PlayOptions::default()
+    };
+    let summary = play(&gpu, &engine, &options, |_| {}).unwrap();
+    let f = summary.frames;
+    assert_eq!(f.pushed, 12);
+    assert_eq!(f.shown + f.dropped + f.failed, f.pushed, "{f:?}");
+    assert_eq!(f.failed, 0);
+    assert_eq!(summary.saved.len(), 4);
+    for saved in &summary.saved {
+        let drawn = pattern::read_frame_number(&saved.rgba, saved.size.0, saved.size.1);
+        match saved.frame {
+            // Push index k is file frame_{k+1}: natural order, not frame_1, frame_10, ...
+            Some(k) => {
+                assert_eq!(
+                    drawn,
+                    k + 1,
+                    "tick {}: queue showed push {k}, the pass drew frame_{drawn}",
+                    saved.tick
+                );
+                assert!(k <= saved.tick, "a frame shown before its time");
+            }
+            None => assert_eq!(drawn, 0, "nothing on screen yet, the pass cleared"),
+        }
+    }
+    assert!(
+        summary.saved.iter().filter(|s| s.frame.is_some()).count() >= 3,
+        "frames reached the screen"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bad_folders_get_typed_errors() {
+    let gpu = Arc::new(gpu());
+    let engine = UploadEngine::new(gpu.clone(), engine_config(1)).unwrap();
+    let run = |dir: &Path| {
+        play(
+            &gpu,
+            &engine,
+            &PlayOptions {
+                dir: Some(dir.to_owned()),
+                fps: 60.0,
+                output_size: (64, 16),
+                ..PlayOptions::default()
+            },
+            |_| {},
+        )
+    };
+    let empty = temp_dir("empty");
+    assert!(matches!(run(&empty), Err(PlayError::NoFrames(_))));
+    let mixed = temp_dir("mixed");
+    image::RgbaImage::new(8, 8)
+        .save(mixed.join("a_1.png"))
+        .unwrap();
+    image::RgbaImage::new(16, 8)
+        .save(mixed.join("a_2.png"))
+        .unwrap();
+    assert!(matches!(
+        run(&mixed),
+        Err(PlayError::SizeMismatch {
+            expected: (8, 8),
+            got: (16, 8),
+            ..
+        })
+    ));
+    let broken = temp_dir("broken");
+    std::fs::write(broken.join("a_1.png"), b"not a png").unwrap();
+    assert!(matches!(run(&broken), Err(PlayError::Decode { .. })));
+    let missing = empty.join("nowhere");
+    assert!(matches!(run(&missing), Err(PlayError::Io { .. })));
+    let bad_fps = PlayOptions {
+        fps: 0.0,
+        ..PlayOptions::default()
+    };
+    assert!(matches!(
+        play(&gpu, &engine, &bad_fps, |_| {}),
+        Err(PlayError::InvalidOption(_))
+    ));
+    for dir in [empty, mixed, broken] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+#[test]
+fn a_timeline_records_decode_uploads_render_and_memory() {
+    let dir = temp_dir("trace");
+    write_frames(&dir);
+    let gpu = Arc::new(gpu());
+    let timeline = Arc::new(stagehand_gpu::diag::Timeline::new());
+    let config = stagehand_gpu::upload::EngineConfig {
+        timeline: Some(timeline.clone()),
+        ..engine_config(2)
+    };
+    let engine = UploadEngine::new(gpu.clone(), config).unwrap();
+    let options = PlayOptions {
+        dir: Some(dir.clone()),
+        fps: 30.0,
+        output_size: (64, 16),
+        timeline: Some(timeline.clone()),
+        ..PlayOptions::default()
+    };
+    let summary = play(&gpu, &engine, &options, |_| {}).unwrap();
+    let json = timeline.to_chrome_json();
+    let events = json["traceEvents"].as_array().unwrap();
+    let count = |name: &str| events.iter().filter(|e| e["name"] == name).count() as u64;
+    assert_eq!(count("decode"), 12);
+    assert_eq!(count("render pass"), summary.ticks);
+    assert_eq!(
+        count("copy to staging"),
+        summary.frames.pushed,
+        "every landed upload"
+    );
+    assert_eq!(count("gpu copy"), summary.frames.pushed);
+    assert_eq!(count("memory"), summary.ticks);
+    let tracks: Vec<&str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert!(
+        tracks.contains(&"render")
+            && tracks.contains(&"gpu")
+            && tracks.iter().any(|t| t.starts_with("decode")),
+        "{tracks:?}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Opens the adapter `WGPU_BACKEND` names, or fails the test with the reason.
+fn gpu() -> stagehand_gpu::Gpu {
+    match stagehand_gpu::Gpu::open(&stagehand_gpu::GpuOptions::default()) {
+        Ok(gpu) => gpu,
+        Err(e) => panic!("tests need a GPU adapter: {e}"),
+    }
+}
