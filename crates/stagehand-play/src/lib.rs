@@ -6,14 +6,16 @@
 //! `stagehand play` is a thin front over [`play`]. The core library,
 //! `stagehand_gpu`, knows nothing of decoders: this crate brings them.
 
-mod natural;
+mod error;
 pub mod pattern;
 mod render;
-mod source;
+pub mod source;
 mod summary;
 
-pub use natural::natural_cmp;
+pub use error::PlayError;
+
 pub use render::Renderer;
+pub use source::natural_cmp;
 
 use serde::Serialize;
 use stagehand_gpu::Gpu;
@@ -25,50 +27,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-/// Why playback could not run.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PlayError {
-    /// The folder has no PNG or JPEG files.
-    #[error("no PNG or JPEG frames in {0}")]
-    NoFrames(PathBuf),
-    /// A file or folder could not be read.
-    #[error("cannot read {path}: {reason}")]
-    Io {
-        /// The path.
-        path: PathBuf,
-        /// What the OS said.
-        reason: String,
-    },
-    /// An image could not be decoded.
-    #[error("cannot decode {path}: {reason}")]
-    Decode {
-        /// The file.
-        path: PathBuf,
-        /// What the decoder said.
-        reason: String,
-    },
-    /// A frame's size differs from the first frame's.
-    #[error("{path} is {}x{}, but the sequence is {}x{}", got.0, got.1, expected.0, expected.1)]
-    SizeMismatch {
-        /// The file.
-        path: PathBuf,
-        /// The sequence's size.
-        expected: (u32, u32),
-        /// This file's size.
-        got: (u32, u32),
-    },
-    /// An option is out of range.
-    #[error("invalid option: {0}")]
-    InvalidOption(String),
-    /// The upload engine refused.
-    #[error(transparent)]
-    Upload(#[from] UploadError),
-    /// The GPU refused.
-    #[error(transparent)]
-    Gpu(#[from] stagehand_gpu::Error),
-}
 
 /// What to play and how.
 #[derive(Clone, Debug)]
@@ -266,7 +224,7 @@ pub fn play(
         .transpose()?;
     let size = match &files {
         Some(files) => {
-            let (w, h, _) = source::decode(&files[0], None)?;
+            let (w, h, _) = source::legacy_decode(&files[0], None)?;
             (w, h)
         }
         None => options.size,

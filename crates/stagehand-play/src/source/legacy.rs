@@ -1,8 +1,8 @@
 //! Where frames come from: a folder of images decoded on a pool of threads,
 //! or synthetic frames generated in place.
 
-use super::PlayError;
 use super::natural::natural_cmp;
+use crate::PlayError;
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,129 @@
+//! Where frames come from: image sequences named as artists name them,
+//! decoded at the precision they were written in.
+//!
+//! - [`sequence`]: a folder or a pattern (`shot.####.exr`, `shot.%04d.exr`)
+//!   becomes a [`Sequence`]: frame numbers parsed from names, gaps found,
+//!   a range applied.
+//! - [`decode`] / [`probe`]: one file into a [`Frame`] (or just its
+//!   [`FrameInfo`]), through `image` (PNG, JPEG, TIFF) or `exr` (OpenEXR).
+//!
+//! A frame keeps the channels and sample type of its file: grey stays one
+//! channel and RGB three, so the cache holds no padding. Expanding to RGBA
+//! happens once, while the frame is copied into staging memory.
+
+mod exr;
+mod image;
+mod legacy;
+mod natural;
+pub mod sequence;
+
+pub use legacy::{decode as legacy_decode, list_frames, spawn_decoders};
+pub use natural::natural_cmp;
+pub use sequence::{Sequence, SequenceEntry};
+
+use crate::PlayError;
+use bytes::Bytes;
+use std::path::Path;
+
+/// How one sample (one channel of one pixel) is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SampleType {
+    /// 8-bit unsigned integer, display-referred.
+    U8,
+    /// 16-bit unsigned integer, display-referred.
+    U16,
+    /// IEEE half float (the bits of `half::f16`), scene-linear.
+    F16,
+    /// IEEE single float, scene-linear.
+    F32,
+}
+
+impl SampleType {
+    /// Bytes of one sample.
+    pub fn bytes(self) -> usize {
+        match self {
+            Self::U8 => 1,
+            Self::U16 | Self::F16 => 2,
+            Self::F32 => 4,
+        }
+    }
+
+    /// Whether samples are floating point (scene-linear in our sources).
+    pub fn is_float(self) -> bool {
+        matches!(self, Self::F16 | Self::F32)
+    }
+}
+
+/// What a frame is, without its pixels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FrameInfo {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Channels per pixel: 1 (grey), 2 (grey, alpha), 3 (RGB) or 4 (RGBA).
+    pub channels: u8,
+    /// How each sample is stored.
+    pub sample: SampleType,
+}
+
+impl FrameInfo {
+    /// Bytes of one tightly packed row.
+    pub fn row_bytes(&self) -> usize {
+        self.width as usize * self.channels as usize * self.sample.bytes()
+    }
+
+    /// Bytes of the whole frame, tightly packed.
+    pub fn bytes(&self) -> usize {
+        self.row_bytes() * self.height as usize
+    }
+}
+
+/// One decoded frame: tightly packed rows from the top, channels
+/// interleaved, samples in native byte order.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    /// Its size, channels and sample type.
+    pub info: FrameInfo,
+    /// `info.bytes()` bytes of pixels.
+    pub data: Bytes,
+}
+
+/// Decodes one image file, choosing the decoder by its extension (`exr`
+/// for OpenEXR, the `image` crate for the rest).
+pub fn decode(path: &Path) -> Result<Frame, PlayError> {
+    if is_exr(path) {
+        exr::decode(path)
+    } else {
+        image::decode(path)
+    }
+}
+
+/// Reads what a file holds (size, channels, sample type) from its header,
+/// without decoding its pixels.
+pub fn probe(path: &Path) -> Result<FrameInfo, PlayError> {
+    if is_exr(path) {
+        exr::probe(path)
+    } else {
+        image::probe(path)
+    }
+}
+
+/// File extensions the player reads, lower case.
+pub const EXTENSIONS: &[&str] = &["exr", "png", "jpg", "jpeg", "tif", "tiff"];
+
+/// Whether `path` names a file the player reads, by its extension.
+pub fn is_supported(path: &Path) -> bool {
+    extension(path).is_some_and(|e| EXTENSIONS.contains(&e.as_str()))
+}
+
+fn is_exr(path: &Path) -> bool {
+    extension(path).as_deref() == Some("exr")
+}
+
+fn extension(path: &Path) -> Option<String> {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+}
