@@ -6,13 +6,17 @@
 //! `stagehand play` is a thin front over [`play`]. The core library,
 //! `stagehand_gpu`, knows nothing of decoders: this crate brings them.
 
+pub mod cache;
 mod error;
+pub mod format;
 pub mod pattern;
 mod render;
 pub mod source;
 mod summary;
 
+pub use cache::{CacheConfig, CacheStats, FrameCache};
 pub use error::PlayError;
+pub use format::{FormatChoice, FormatPlan};
 
 pub use render::Renderer;
 pub use source::natural_cmp;

@@ -19,6 +19,9 @@ pub struct GpuOptions {
     pub adapter: Option<String>,
     /// Optional features the device must have.
     pub required_features: wgpu::Features,
+    /// Features to turn on where the adapter has them (and to go without
+    /// where it has not): ask `device().features()` which were.
+    pub wanted_features: wgpu::Features,
     /// Limits the device must have; `None` asks for everything the adapter offers.
     pub required_limits: Option<wgpu::Limits>,
 }
@@ -229,7 +232,8 @@ fn open_device(
 ) -> Result<(Device, Queue)> {
     let desc = wgpu::DeviceDescriptor {
         label: Some("stagehand"),
-        required_features: options.required_features,
+        required_features: options.required_features
+            | (options.wanted_features & adapter.features()),
         required_limits: options
             .required_limits
             .clone()

@@ -1,0 +1,563 @@
+//! [`FrameCache`]: decoded frames held in RAM under a byte budget, filled
+//! ahead of the playhead by decode threads, with a read-behind kept for
+//! stepping back, and the least useful frames evicted first.
+//!
+//! Positions are indices into a sequence (0 .. `len`). Usefulness is the
+//! distance from the playhead in play order: frames just ahead are the
+//! most useful, then frames just behind (within the read-behind), then
+//! frames further ahead, and last frames behind beyond the read-behind.
+//! With looping, "ahead" wraps past the end to the start.
+//!
+//! The player and the decoders meet here:
+//! - decoders [`claim`](FrameCache::claim) the most useful position that
+//!   is neither held nor being decoded (waiting while there is none), and
+//!   [`complete`](FrameCache::complete) it with the decoded frame or error;
+//! - the player [`fetch`](FrameCache::fetch)es the frame it needs next
+//!   (a hit when it is already decoded, a miss when it has to wait) and
+//!   moves the playhead with [`set_playhead`](FrameCache::set_playhead).
+//!
+//! A frame that does not fit the budget (the budget is smaller than a
+//! frame, or everything held is more useful) is still handed to the player
+//! once: it is kept aside until fetched, never retained.
+
+use crate::PlayError;
+use crate::source::Frame;
+use parking_lot::{Condvar, Mutex};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a frame cache is sized.
+#[derive(Clone, Copy, Debug)]
+pub struct CacheConfig {
+    /// Bytes of decoded frames it may hold; 0 holds none (every frame is
+    /// decoded when needed and dropped after its upload).
+    pub budget: u64,
+    /// Frames behind the playhead to keep for stepping back.
+    pub read_behind: usize,
+    /// Whether play wraps from the last position to the first.
+    pub looped: bool,
+    /// Frames the decoders may run ahead when nothing is retained (budget
+    /// too small): the hand-over room. At least 1.
+    pub hand_over: usize,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            budget: default_budget(),
+            read_behind: 12,
+            looped: false,
+            hand_over: 2,
+        }
+    }
+}
+
+/// The default budget: the smaller of 4 GiB and a quarter of RAM.
+pub fn default_budget() -> u64 {
+    const CAP: u64 = 4 << 30;
+    total_memory().map_or(CAP, |ram| CAP.min(ram / 4))
+}
+
+/// Total RAM in bytes, where the system says (Linux: `/proc/meminfo`).
+pub fn total_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// What a frame cache has done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CacheStats {
+    /// Fetches that found their frame decoded.
+    pub hits: u64,
+    /// Fetches that had to wait for a decode.
+    pub misses: u64,
+    /// Frames decoded.
+    pub decoded: u64,
+    /// Frames evicted to make room.
+    pub evicted: u64,
+    /// Frames handed over without being retained (they did not fit).
+    pub passed_through: u64,
+    /// Frames held now.
+    pub frames: u64,
+    /// Bytes held now.
+    pub bytes: u64,
+    /// Most bytes held at once.
+    pub peak_bytes: u64,
+    /// The budget.
+    pub budget: u64,
+}
+
+/// Where a position stands from the playhead, in play order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// Ahead by this many positions (the playhead itself is ahead by 0).
+    Ahead(usize),
+    /// Behind by this many, within the read-behind.
+    Behind(usize),
+    /// Behind beyond the read-behind (not looping): needed again only
+    /// after a seek.
+    Far(usize),
+}
+
+/// A decoded frame or why it could not be.
+type Decoded = Result<Arc<Frame>, Arc<PlayError>>;
+
+struct State {
+    /// Retained frames (or decode errors), by position.
+    held: HashMap<usize, Decoded>,
+    /// Frames that did not fit, waiting for their one fetch.
+    aside: HashMap<usize, Decoded>,
+    /// Positions being decoded.
+    claimed: HashSet<usize>,
+    playhead: usize,
+    stats: CacheStats,
+    closed: bool,
+}
+
+/// Decoded frames under a byte budget; see the module documentation.
+pub struct FrameCache {
+    config: CacheConfig,
+    /// Positions in the sequence.
+    len: usize,
+    /// Positions that are gaps: never decoded, never fetched.
+    skip: HashSet<usize>,
+    /// Bytes of one decoded frame (all frames of a sequence share a size).
+    frame_bytes: u64,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+/// Why a wait on the cache ended without a frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Closed {
+    /// [`FrameCache::close`] was called.
+    Closed,
+}
+
+impl FrameCache {
+    /// A cache over `len` positions, `skip` of which are gaps, for frames
+    /// of `frame_bytes` bytes each.
+    pub fn new(config: CacheConfig, len: usize, skip: HashSet<usize>, frame_bytes: u64) -> Self {
+        let config = CacheConfig {
+            hand_over: config.hand_over.max(1),
+            ..config
+        };
+        Self {
+            config,
+            len,
+            skip,
+            frame_bytes: frame_bytes.max(1),
+            state: Mutex::new(State {
+                held: HashMap::new(),
+                aside: HashMap::new(),
+                claimed: HashSet::new(),
+                playhead: 0,
+                stats: CacheStats {
+                    budget: config.budget,
+                    ..CacheStats::default()
+                },
+                closed: false,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// Frames the budget holds.
+    pub fn capacity(&self) -> usize {
+        usize::try_from(self.config.budget / self.frame_bytes).unwrap_or(usize::MAX)
+    }
+
+    /// Where `pos` stands from the playhead.
+    fn place(&self, playhead: usize, pos: usize) -> Place {
+        let len = self.len.max(1);
+        let (ahead, behind) = if self.config.looped {
+            (
+                Some((pos + len - playhead) % len),
+                Some((playhead + len - pos) % len),
+            )
+        } else if pos >= playhead {
+            (Some(pos - playhead), None)
+        } else {
+            (None, Some(playhead - pos))
+        };
+        match (ahead, behind) {
+            (Some(a), Some(b)) if b <= self.config.read_behind && b < a => Place::Behind(b),
+            (Some(a), _) => Place::Ahead(a),
+            (None, Some(b)) if b <= self.config.read_behind => Place::Behind(b),
+            (None, Some(b)) => Place::Far(b),
+            (None, None) => Place::Far(usize::MAX),
+        }
+    }
+
+    /// Usefulness of `pos`: lower is more useful. Ahead by `d` ranks `2d`,
+    /// behind by `b` within the read-behind `2b + 1`, and frames behind
+    /// beyond it after all of those, farthest last.
+    fn rank(&self, playhead: usize, pos: usize) -> u64 {
+        match self.place(playhead, pos) {
+            Place::Ahead(d) => 2 * d as u64,
+            Place::Behind(b) => 2 * b as u64 + 1,
+            Place::Far(b) => (1 << 62) + b as u64,
+        }
+    }
+
+    /// Moves the playhead: the position the player fetches next.
+    pub fn set_playhead(&self, pos: usize) {
+        let mut state = self.state.lock();
+        state.playhead = pos.min(self.len.saturating_sub(1));
+        // Frames set aside for positions now behind will never be fetched.
+        let playhead = state.playhead;
+        let looped = self.config.looped;
+        state.aside.retain(|&p, _| looped || p >= playhead);
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// The next position a decoder should decode, marked as claimed;
+    /// waits while every useful position is held or claimed. `None` once
+    /// the cache is closed.
+    pub fn claim(&self) -> Option<usize> {
+        let mut state = self.state.lock();
+        loop {
+            if state.closed {
+                return None;
+            }
+            if let Some(pos) = self.wanted(&state) {
+                state.claimed.insert(pos);
+                return Some(pos);
+            }
+            self.changed.wait(&mut state);
+        }
+    }
+
+    /// The most useful position neither held, set aside nor claimed, within
+    /// what the budget (or, without room, the hand-over) allows ahead.
+    fn wanted(&self, state: &State) -> Option<usize> {
+        // How far ahead decoding may run: the frames the budget holds less
+        // the read-behind frames it keeps, or the hand-over room.
+        let behind_held = state
+            .held
+            .keys()
+            .filter(|&&p| matches!(self.place(state.playhead, p), Place::Behind(_)))
+            .count();
+        let room = self.capacity().saturating_sub(behind_held);
+        let window = room.max(self.config.hand_over).min(self.len);
+        let aside_full = state.aside.len() >= self.config.hand_over;
+        (0..window)
+            .map(|d| {
+                if self.config.looped {
+                    (state.playhead + d) % self.len
+                } else {
+                    state.playhead + d
+                }
+            })
+            .take_while(|&p| p < self.len)
+            .find(|p| {
+                !self.skip.contains(p)
+                    && !state.held.contains_key(p)
+                    && !state.aside.contains_key(p)
+                    && !state.claimed.contains(p)
+            })
+            .filter(|&p| !aside_full || self.fits(state, p))
+    }
+
+    /// Whether a frame at `pos` would be retained (room now, or less
+    /// useful frames to evict for it).
+    fn fits(&self, state: &State, pos: usize) -> bool {
+        let need = self.frame_bytes;
+        if need > self.config.budget {
+            return false;
+        }
+        let free = self.config.budget - state.stats.bytes;
+        if free >= need {
+            return true;
+        }
+        let rank = self.rank(state.playhead, pos);
+        let evictable: u64 = state
+            .held
+            .iter()
+            .filter(|&(&p, _)| self.rank(state.playhead, p) > rank)
+            .map(|(_, f)| Self::bytes_of(f))
+            .sum();
+        free + evictable >= need
+    }
+
+    fn bytes_of(frame: &Decoded) -> u64 {
+        frame.as_ref().map_or(0, |f| f.info.bytes() as u64)
+    }
+
+    /// Hands in a decoded frame (or its error) for a claimed position:
+    /// retained if it fits (evicting less useful frames), else set aside
+    /// for one fetch.
+    pub fn complete(&self, pos: usize, frame: Result<Frame, PlayError>) {
+        let frame: Decoded = frame.map(Arc::new).map_err(Arc::new);
+        let mut state = self.state.lock();
+        state.claimed.remove(&pos);
+        if frame.is_ok() {
+            state.stats.decoded += 1;
+        }
+        self.insert(&mut state, pos, frame);
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// Puts a frame in at `pos` without a claim (a user's own decoder, or
+    /// a test's script). Returns whether it was retained.
+    pub fn insert_frame(&self, pos: usize, frame: Frame) -> bool {
+        let mut state = self.state.lock();
+        state.stats.decoded += 1;
+        let kept = self.insert(&mut state, pos, Ok(Arc::new(frame)));
+        drop(state);
+        self.changed.notify_all();
+        kept
+    }
+
+    fn insert(&self, state: &mut State, pos: usize, frame: Decoded) -> bool {
+        if pos >= self.len || state.closed {
+            return false;
+        }
+        let need = Self::bytes_of(&frame);
+        if state.held.contains_key(&pos) {
+            return true;
+        }
+        let rank = self.rank(state.playhead, pos);
+        // Evict the least useful frames while they are less useful than
+        // this one and it does not fit.
+        while state.stats.bytes + need > self.config.budget {
+            let victim = state
+                .held
+                .keys()
+                .copied()
+                .map(|p| (self.rank(state.playhead, p), p))
+                .filter(|&(r, _)| r > rank)
+                .max();
+            let Some((_, victim)) = victim else { break };
+            if let Some(old) = state.held.remove(&victim) {
+                state.stats.bytes -= Self::bytes_of(&old);
+                state.stats.evicted += 1;
+            }
+        }
+        let kept = state.stats.bytes + need <= self.config.budget;
+        if kept {
+            state.stats.bytes += need;
+            state.stats.peak_bytes = state.stats.peak_bytes.max(state.stats.bytes);
+            state.held.insert(pos, frame);
+        } else {
+            state.aside.insert(pos, frame);
+        }
+        state.stats.frames = state.held.len() as u64;
+        kept
+    }
+
+    /// The frame at `pos` if it is decoded, counting a hit or a miss;
+    /// does not wait.
+    pub fn get(&self, pos: usize) -> Option<Result<Arc<Frame>, Arc<PlayError>>> {
+        let mut state = self.state.lock();
+        let found = Self::take(&mut state, pos);
+        if found.is_some() {
+            state.stats.hits += 1;
+        } else {
+            state.stats.misses += 1;
+        }
+        found
+    }
+
+    fn take(state: &mut State, pos: usize) -> Option<Decoded> {
+        if let Some(f) = state.held.get(&pos) {
+            return Some(f.clone());
+        }
+        state.aside.remove(&pos)
+    }
+
+    /// The frame at `pos`, waiting for its decode: a hit if it was already
+    /// decoded, a miss if not. Errs with the decode's error, or `Closed`.
+    pub fn fetch(&self, pos: usize) -> Result<Result<Arc<Frame>, Arc<PlayError>>, Closed> {
+        let mut state = self.state.lock();
+        let mut missed = false;
+        loop {
+            if state.closed {
+                return Err(Closed::Closed);
+            }
+            if let Some(found) = Self::take(&mut state, pos) {
+                if missed {
+                    state.stats.misses += 1;
+                } else {
+                    state.stats.hits += 1;
+                }
+                return Ok(found);
+            }
+            missed = true;
+            self.changed.wait(&mut state);
+        }
+    }
+
+    /// Whether `pos` is decoded and held (for a cache bar).
+    pub fn contains(&self, pos: usize) -> bool {
+        self.state.lock().held.contains_key(&pos)
+    }
+
+    /// Waits until `n` frames are held or nothing more will be decoded
+    /// (everything wanted is held, or the cache is closed), or `timeout`
+    /// passes. Returns how many are held.
+    pub fn wait_filled(&self, n: usize, timeout: Duration) -> usize {
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        let mut state = self.state.lock();
+        loop {
+            let held = state.held.len();
+            let idle = state.claimed.is_empty() && self.wanted(&state).is_none();
+            if held >= n || state.closed || idle {
+                return held;
+            }
+            match deadline {
+                Some(d) => {
+                    if self.changed.wait_until(&mut state, d).timed_out() {
+                        return state.held.len();
+                    }
+                }
+                None => self.changed.wait(&mut state),
+            }
+        }
+    }
+
+    /// Stops the cache: decoders waiting in [`claim`](Self::claim) get
+    /// `None`, fetches get `Closed`, and every frame is let go.
+    pub fn close(&self) {
+        let mut state = self.state.lock();
+        state.closed = true;
+        state.held.clear();
+        state.aside.clear();
+        state.stats.bytes = 0;
+        state.stats.frames = 0;
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// Its numbers so far.
+    pub fn stats(&self) -> CacheStats {
+        self.state.lock().stats
+    }
+}
+
+impl std::fmt::Debug for FrameCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameCache")
+            .field("len", &self.len)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{FrameInfo, SampleType};
+    use bytes::Bytes;
+
+    fn frame(tag: u8) -> Frame {
+        Frame {
+            info: FrameInfo {
+                width: 4,
+                height: 1,
+                channels: 1,
+                sample: SampleType::U8,
+            },
+            data: Bytes::from(vec![tag; 4]),
+        }
+    }
+
+    fn cache(budget_frames: u64, looped: bool, len: usize) -> FrameCache {
+        let config = CacheConfig {
+            budget: budget_frames * 4,
+            read_behind: 1,
+            looped,
+            hand_over: 1,
+        };
+        FrameCache::new(config, len, HashSet::new(), 4)
+    }
+
+    #[test]
+    fn a_scripted_play_order_counts_hits_and_misses_exactly() {
+        let c = cache(3, false, 10);
+        for p in 0..3 {
+            assert!(c.insert_frame(p, frame(p as u8)));
+        }
+        // 0, 1, 2 held: three hits.
+        for p in 0..3 {
+            c.set_playhead(p);
+            assert!(c.get(p).is_some());
+        }
+        c.set_playhead(3);
+        assert!(c.get(3).is_none(), "3 was never decoded");
+        // Inserting 3 evicts the least useful: 0 and 1 are both behind
+        // beyond the read-behind of 1, and the farthest goes first.
+        assert!(c.insert_frame(3, frame(3)));
+        assert!(!c.contains(0), "the farthest frame behind is evicted first");
+        assert!(
+            c.contains(2),
+            "the frame just behind is kept for stepping back"
+        );
+        let s = c.stats();
+        assert_eq!((s.hits, s.misses, s.decoded, s.evicted), (3, 1, 4, 1));
+        assert!(s.bytes <= s.budget);
+    }
+
+    #[test]
+    fn a_frame_less_useful_than_everything_held_is_set_aside_once() {
+        let c = cache(2, false, 10);
+        assert!(c.insert_frame(0, frame(0)));
+        assert!(c.insert_frame(1, frame(1)));
+        assert!(
+            !c.insert_frame(5, frame(5)),
+            "5 is farther ahead than 0 and 1"
+        );
+        assert!(c.get(5).is_some(), "but the player still gets it once");
+        assert!(c.get(5).is_none(), "and only once");
+        assert!(c.contains(0) && c.contains(1));
+    }
+
+    #[test]
+    fn looping_ranks_the_start_as_ahead_of_the_end() {
+        let c = cache(2, true, 4);
+        c.set_playhead(3);
+        assert!(c.insert_frame(3, frame(3)));
+        assert!(
+            c.insert_frame(0, frame(0)),
+            "0 comes right after 3 when looping"
+        );
+        assert!(
+            !c.insert_frame(2, frame(2)),
+            "2 is just behind: less useful than the two frames ahead"
+        );
+    }
+
+    #[test]
+    fn a_budget_below_one_frame_retains_nothing() {
+        let c = cache(0, false, 3);
+        assert!(!c.insert_frame(0, frame(0)));
+        assert_eq!(c.stats().bytes, 0);
+        assert!(c.get(0).is_some());
+    }
+
+    #[test]
+    fn decoders_claim_in_play_order_and_stop_on_close() {
+        let c = Arc::new(cache(2, false, 5));
+        assert_eq!(c.claim(), Some(0));
+        assert_eq!(c.claim(), Some(1));
+        c.complete(0, Ok(frame(0)));
+        c.complete(1, Ok(frame(1)));
+        let waiter = {
+            let c = Arc::clone(&c);
+            std::thread::spawn(move || c.claim())
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        c.set_playhead(1);
+        // 0 is now just behind and kept, so the budget has room for one
+        // frame ahead, 1, which is held: the decoder waits until closed.
+        c.close();
+        assert_eq!(waiter.join().unwrap(), None);
+        assert_eq!(c.stats().bytes, 0, "close lets every frame go");
+    }
+}
