@@ -9,7 +9,10 @@ use super::{StreamOptions, UploadEngine};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
-use std::time::Duration;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// How a frame queue is built. Defaults are starting points, not tuned values.
 #[derive(Clone, Copy, Debug)]
@@ -45,7 +48,8 @@ pub struct FrameStats {
     pub pushed: u64,
     /// Frames put on screen.
     pub shown: u64,
-    /// Frames replaced by a newer one before they were shown.
+    /// Frames never shown: passed over by a newer one, landed after a
+    /// newer one was already on screen, or still unshown at `finish`.
     pub dropped: u64,
     /// Frames put on screen later than their time plus a frame duration.
     pub late: u64,
@@ -64,13 +68,36 @@ pub struct Presented {
     pub slot: usize,
 }
 
+/// What [`FrameQueue::wait_ready`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitReady {
+    /// The frame, or a later one, has landed and waits to be shown, or is
+    /// on screen.
+    Ready,
+    /// The frame's upload failed or was cancelled, and no later frame has
+    /// landed yet: a player that shows every frame skips it.
+    Failed,
+    /// The queue is closed and neither the frame nor a later one is still
+    /// on its way: it will not come.
+    Closed,
+    /// The timeout passed first.
+    TimedOut,
+}
+
+/// How long [`FrameQueue::finish`] waits for frames still on their way.
+const FINISH_WAIT: Duration = Duration::from_secs(30);
+
+/// Failed frames remembered for [`FrameQueue::wait_ready`], newest kept.
+const FAILED_KEPT: usize = 1024;
+
 /// One slot's state; each moves Free -> Reserved -> Loading -> Ready ->
-/// Shown -> Free (or back to Free from Reserved or Loading on failure).
+/// Shown -> Free, or back to Free from Reserved or Loading when the upload
+/// fails, or from Loading or Ready when a newer frame is shown first.
 enum Slot {
     /// Holds nothing anyone needs.
     Free,
-    /// Claimed by a producer that is sending its upload.
-    Reserved,
+    /// Claimed by a producer that is sending this frame's upload.
+    Reserved { frame: u64 },
     /// An upload into it is in flight.
     Loading {
         frame: u64,
@@ -83,28 +110,191 @@ enum Slot {
     Shown { frame: u64, pts: Duration },
 }
 
+impl Slot {
+    /// The frame it holds, landed or on screen.
+    fn in_hand(&self) -> Option<u64> {
+        match self {
+            Self::Ready { frame, .. } | Self::Shown { frame, .. } => Some(*frame),
+            _ => None,
+        }
+    }
+
+    /// The frame on its way into it: reserved or loading.
+    fn coming(&self) -> Option<u64> {
+        match self {
+            Self::Reserved { frame } | Self::Loading { frame, .. } => Some(*frame),
+            _ => None,
+        }
+    }
+}
+
 struct State {
     slots: Vec<Slot>,
     stats: FrameStats,
+    /// Frames whose upload failed, newer than the one on screen (older
+    /// ones no longer matter to anyone waiting).
+    failed_frames: BTreeSet<u64>,
+}
+
+impl State {
+    /// The frame on screen.
+    fn on_screen(&self) -> Option<Presented> {
+        self.slots.iter().enumerate().find_map(|(slot, s)| match s {
+            Slot::Shown { frame, pts } => Some(Presented {
+                frame: *frame,
+                pts: *pts,
+                slot,
+            }),
+            _ => None,
+        })
+    }
+
+    /// Frames landed and waiting to be shown.
+    fn ready(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| matches!(s, Slot::Ready { .. }))
+            .count()
+    }
+
+    /// Moves landed uploads to ready and failed ones to free. A frame no
+    /// newer than the one on screen can never be shown: it is dropped and
+    /// its slot freed, whether it lands now or was ready before.
+    fn settle(&mut self) {
+        let on_screen = self.on_screen().map(|p| p.frame);
+        let behind = |frame: u64| on_screen.is_some_and(|shown| frame <= shown);
+        for slot in &mut self.slots {
+            match slot {
+                Slot::Loading { frame, pts, upload } => {
+                    let Some(outcome) = upload.outcome() else {
+                        continue;
+                    };
+                    let (frame, pts) = (*frame, *pts);
+                    if outcome.status != UploadStatus::Done {
+                        self.stats.failed += 1;
+                        if !behind(frame) {
+                            self.failed_frames.insert(frame);
+                            if self.failed_frames.len() > FAILED_KEPT {
+                                self.failed_frames.pop_first();
+                            }
+                        }
+                        *slot = Slot::Free;
+                    } else if behind(frame) {
+                        self.stats.dropped += 1;
+                        *slot = Slot::Free;
+                    } else {
+                        *slot = Slot::Ready { frame, pts };
+                    }
+                }
+                Slot::Ready { frame, .. } if behind(*frame) => {
+                    self.stats.dropped += 1;
+                    *slot = Slot::Free;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Puts the ready frame of slot `next` on screen at time `t`, freeing
+    /// the slot it replaces and dropping the ready frames it passes over.
+    fn show(&mut self, next: usize, t: Duration, frame_duration: Duration) {
+        let Slot::Ready { frame, pts } = self.slots[next] else {
+            return;
+        };
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if i == next {
+                continue;
+            }
+            match slot {
+                Slot::Shown { .. } => *slot = Slot::Free,
+                Slot::Ready { frame: f, pts: p } if *f < frame || *p < pts => {
+                    self.stats.dropped += 1;
+                    *slot = Slot::Free;
+                }
+                _ => {}
+            }
+        }
+        self.slots[next] = Slot::Shown { frame, pts };
+        self.stats.shown += 1;
+        if t > pts.saturating_add(frame_duration) {
+            self.stats.late += 1;
+        }
+        self.failed_frames.retain(|&f| f > frame);
+    }
+}
+
+/// Rung on every change someone waiting on the queue may be waiting for: an
+/// upload ending, a slot freed, the queue closed.
+///
+/// It has its own lock, never held while taking the queue's, so an upload's
+/// completion callback (on the engine's poller or a worker) can ring it
+/// whatever the queue's lock is doing.
+#[derive(Default)]
+struct Bell {
+    rings: Mutex<u64>,
+    rung: Condvar,
+}
+
+impl Bell {
+    fn ring(&self) {
+        let mut rings = self.rings.lock();
+        *rings = rings.wrapping_add(1);
+        self.rung.notify_all();
+    }
+
+    /// Rings so far: take it before looking at the queue, then
+    /// [`wait`](Self::wait) for a ring after it.
+    fn rings(&self) -> u64 {
+        *self.rings.lock()
+    }
+
+    /// Waits until it has rung since `seen` was taken, or `deadline` passes.
+    fn wait(&self, seen: u64, deadline: Option<Instant>) {
+        let mut rings = self.rings.lock();
+        while *rings == seen {
+            match deadline {
+                None => self.rung.wait(&mut rings),
+                Some(deadline) => {
+                    if self.rung.wait_until(&mut rings, deadline).timed_out() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// When `timeout` from now ends; `None` if that is past what an [`Instant`]
+/// can hold, which is as good as never.
+fn deadline(timeout: Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
 }
 
 /// A ring of frame textures fed by the upload engine.
 ///
 /// The protocol:
-/// 1. the producer [`push`](Self::push)es frames in order with their
-///    presentation times (it waits while every slot is busy);
+/// 1. the producer [`push`](Self::push)es frames with increasing frame
+///    numbers and their presentation times (it waits while every slot is
+///    busy);
 /// 2. the render loop calls [`present`](Self::present) with the current
-///    time and draws [`texture`](Self::texture) of the returned slot;
+///    time and draws [`texture`](Self::texture) of the returned slot. A
+///    player that shows every frame instead waits for each with
+///    [`wait_ready`](Self::wait_ready) and presents it at its time;
 /// 3. [`finish`](Self::finish) closes the queue (a producer still waiting
 ///    is told to stop) and counts frames never shown as dropped, so
 ///    `shown + dropped + failed == pushed`.
+///
+/// Slots fill on different upload workers, so frames can land out of
+/// order; the screen still only moves forward. A frame that lands after a
+/// newer one went on screen is dropped, never shown.
 pub struct FrameQueue {
     textures: Vec<StreamedTexture>,
     state: Mutex<State>,
-    freed: Condvar,
+    /// Rung by every change waiters look for; uploads ring it as they end.
+    bell: Arc<Bell>,
     frame_duration: Duration,
     /// Set by `close`: pushes fail instead of waiting for a slot.
-    closed: std::sync::atomic::AtomicBool,
+    closed: AtomicBool,
 }
 
 impl FrameQueue {
@@ -133,10 +323,11 @@ impl FrameQueue {
             state: Mutex::new(State {
                 slots,
                 stats: FrameStats::default(),
+                failed_frames: BTreeSet::new(),
             }),
-            freed: Condvar::new(),
+            bell: Arc::default(),
             frame_duration: config.frame_duration,
-            closed: Default::default(),
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -151,11 +342,16 @@ impl FrameQueue {
     }
 
     /// Pushes a frame of tightly packed bytes, waiting for a free slot.
+    ///
+    /// Frame numbers must increase from push to push: a frame that lands
+    /// when the one on screen has the same number or a higher one is
+    /// dropped.
     pub fn push(&self, frame: u64, pts: Duration, data: Bytes) -> Result<Upload, UploadError> {
         self.push_into(frame, pts, |t| t.upload_frame(data))
     }
 
-    /// Pushes a frame generated in place into staging memory.
+    /// Pushes a frame generated in place into staging memory: `fill` runs on
+    /// an upload worker. Otherwise like [`push`](Self::push).
     pub fn push_with(
         &self,
         frame: u64,
@@ -173,174 +369,184 @@ impl FrameQueue {
         pts: Duration,
         send: impl FnOnce(&StreamedTexture) -> Result<Upload, UploadError>,
     ) -> Result<Upload, UploadError> {
-        let slot = self.free_slot()?;
+        let slot = self.free_slot(frame)?;
         let upload = match send(&self.textures[slot]) {
             Ok(upload) => upload,
             Err(e) => {
                 self.state.lock().slots[slot] = Slot::Free;
-                self.freed.notify_all();
+                self.bell.ring();
                 return Err(e);
             }
         };
-        let mut state = self.state.lock();
-        state.slots[slot] = Slot::Loading {
-            frame,
-            pts,
-            upload: upload.clone(),
-        };
-        state.stats.pushed += 1;
+        {
+            let mut state = self.state.lock();
+            state.slots[slot] = Slot::Loading {
+                frame,
+                pts,
+                upload: upload.clone(),
+            };
+            state.stats.pushed += 1;
+        }
+        // Ring when it ends. The callback runs on whichever thread ends the
+        // upload (the poller, a worker, or this one if it has ended
+        // already), so it takes no lock but the bell's; it is registered
+        // with the queue's lock released for the same reason.
+        let bell = Arc::clone(&self.bell);
+        upload.on_complete(move |_| bell.ring());
+        self.bell.ring();
         Ok(upload)
     }
 
-    /// Claims a free slot (marking it loading with a placeholder), waiting
-    /// for one. Ready frames wait their turn: only `present` frees slots.
-    fn free_slot(&self) -> Result<usize, UploadError> {
-        let mut state = self.state.lock();
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Settles the slots and asks `check` until it answers, waiting for the
+    /// bell between tries. `check` is told once `deadline` has passed and
+    /// must answer then.
+    fn wait_until<T>(
+        &self,
+        deadline: Option<Instant>,
+        mut check: impl FnMut(&mut State, bool) -> Option<T>,
+    ) -> T {
         loop {
-            if self.closed.load(std::sync::atomic::Ordering::Acquire) {
-                return Err(UploadError::Released);
+            // Taken before looking, so a ring while we look is not missed.
+            let seen = self.bell.rings();
+            let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
+            {
+                let mut state = self.state.lock();
+                state.settle();
+                if let Some(answer) = check(&mut state, timed_out) {
+                    return answer;
+                }
             }
-            Self::settle(&mut state);
-            if let Some(i) = state.slots.iter().position(|s| matches!(s, Slot::Free)) {
-                state.slots[i] = Slot::Reserved;
-                return Ok(i);
-            }
-            self.freed.wait_for(&mut state, Duration::from_millis(5));
+            self.bell.wait(seen, deadline);
         }
     }
 
-    /// Moves landed uploads to ready and failed ones to free.
-    fn settle(state: &mut State) {
-        for slot in &mut state.slots {
-            if let Slot::Loading { frame, pts, upload } = slot {
-                match upload.outcome().map(|o| o.status) {
-                    None => {}
-                    Some(UploadStatus::Done) => {
-                        *slot = Slot::Ready {
-                            frame: *frame,
-                            pts: *pts,
-                        }
-                    }
-                    Some(_) => {
-                        state.stats.failed += 1;
-                        *slot = Slot::Free;
-                    }
-                }
+    /// Claims a free slot for `frame`, waiting for one. Ready frames wait
+    /// their turn: slots come free when `present` moves on, when an upload
+    /// fails, or when a frame lands too late to be shown.
+    fn free_slot(&self, frame: u64) -> Result<usize, UploadError> {
+        self.wait_until(None, |state, _| {
+            if self.is_closed() {
+                return Some(Err(UploadError::Released));
             }
-        }
+            let i = state.slots.iter().position(|s| matches!(s, Slot::Free))?;
+            state.slots[i] = Slot::Reserved { frame };
+            Some(Ok(i))
+        })
     }
 
     /// The frame to have on screen at time `t`: the newest landed frame
-    /// whose time has come. Older ready frames it passes over are dropped.
-    /// `None` until the first frame is due and landed.
+    /// whose time has come (of two with the same time, the higher frame
+    /// number), if it is newer than the one on screen. Ready frames it
+    /// passes over are dropped. The screen never goes back: a frame no
+    /// newer than the one on screen is never shown. `None` until the first
+    /// frame is due and landed.
     pub fn present(&self, t: Duration) -> Option<Presented> {
         let mut state = self.state.lock();
-        Self::settle(&mut state);
-        let due = |s: &Slot| matches!(s, Slot::Ready { pts, .. } if *pts <= t);
-        let newest = (0..state.slots.len())
-            .filter(|&i| due(&state.slots[i]))
-            .max_by_key(|&i| match state.slots[i] {
-                Slot::Ready { pts, .. } => pts,
-                _ => Duration::ZERO,
-            });
-        if let Some(next) = newest {
-            self.show(&mut state, next, t);
-        }
-        state
+        // Settling drops every frame no newer than the one on screen, so
+        // each ready frame left is a step forward.
+        state.settle();
+        let next = state
             .slots
             .iter()
             .enumerate()
-            .find_map(|(slot, s)| match s {
-                Slot::Shown { frame, pts } => Some(Presented {
-                    frame: *frame,
-                    pts: *pts,
-                    slot,
-                }),
+            .filter_map(|(i, s)| match s {
+                Slot::Ready { frame, pts } if *pts <= t => Some((*pts, *frame, i)),
                 _ => None,
             })
+            .max();
+        if let Some((_, _, next)) = next {
+            state.show(next, t, self.frame_duration);
+            self.bell.ring();
+        }
+        state.on_screen()
     }
 
-    fn show(&self, state: &mut State, next: usize, t: Duration) {
-        let Slot::Ready { frame, pts } = state.slots[next] else {
-            return;
-        };
-        for (i, slot) in state.slots.iter_mut().enumerate() {
-            let passed_over = matches!(slot, Slot::Ready { pts: p, .. } if *p < pts);
-            if matches!(slot, Slot::Shown { .. }) || (i != next && passed_over) {
-                if passed_over {
-                    state.stats.dropped += 1;
-                }
-                *slot = Slot::Free;
+    /// The frame on screen now, as the last [`present`](Self::present) left
+    /// it; this does not move the queue on.
+    pub fn shown(&self) -> Option<Presented> {
+        self.state.lock().on_screen()
+    }
+
+    /// Frames landed and waiting to be shown.
+    pub fn ready(&self) -> usize {
+        let mut state = self.state.lock();
+        state.settle();
+        state.ready()
+    }
+
+    /// Waits until frame `frame`, or a later one, has landed or is on
+    /// screen, for a player that shows every frame rather than dropping
+    /// late ones. Wakes as soon as an upload ends, not on a polling period.
+    ///
+    /// Answers [`WaitReady::Failed`] if that frame's upload failed or was
+    /// cancelled, [`WaitReady::Closed`] once the queue is closed and nothing
+    /// at or after `frame` is still on its way, [`WaitReady::TimedOut`]
+    /// after `timeout` (`Duration::MAX` waits with no deadline). Until the
+    /// queue is closed, a frame never pushed is waited for.
+    pub fn wait_ready(&self, frame: u64, timeout: Duration) -> WaitReady {
+        self.wait_until(deadline(timeout), |state, timed_out| {
+            let at_or_after = |f: Option<u64>| f.is_some_and(|f| f >= frame);
+            if state.slots.iter().any(|s| at_or_after(s.in_hand())) {
+                return Some(WaitReady::Ready);
             }
-        }
-        state.slots[next] = Slot::Shown { frame, pts };
-        state.stats.shown += 1;
-        if t > pts + self.frame_duration {
-            state.stats.late += 1;
-        }
-        self.freed.notify_all();
+            if state.failed_frames.contains(&frame) {
+                return Some(WaitReady::Failed);
+            }
+            let coming = state.slots.iter().any(|s| at_or_after(s.coming()));
+            if self.is_closed() && !coming {
+                return Some(WaitReady::Closed);
+            }
+            timed_out.then_some(WaitReady::TimedOut)
+        })
     }
 
     /// Ends playback: pushes from now on fail with [`UploadError::Released`]
     /// instead of waiting for a slot no one will free; frames pushed but
-    /// never shown count as dropped, once their uploads have ended.
+    /// never shown count as dropped, once their uploads have ended (it
+    /// waits up to 30 s for them).
     pub fn finish(&self) -> FrameStats {
         self.close();
-        let loading: Vec<Upload> = self
-            .state
-            .lock()
-            .slots
-            .iter()
-            .filter_map(|s| match s {
-                Slot::Loading { upload, .. } => Some(upload.clone()),
-                _ => None,
-            })
-            .collect();
-        for upload in loading {
-            upload.wait_timeout(Duration::from_secs(30));
-        }
-        let mut state = self.state.lock();
-        Self::settle(&mut state);
-        let unshown = state
-            .slots
-            .iter()
-            .filter(|s| matches!(s, Slot::Ready { .. }))
-            .count() as u64;
-        state.stats.dropped += unshown;
-        for slot in &mut state.slots {
-            if matches!(slot, Slot::Ready { .. }) {
-                *slot = Slot::Free;
+        let stats = self.wait_until(deadline(FINISH_WAIT), |state, timed_out| {
+            let coming = state.slots.iter().any(|s| s.coming().is_some());
+            if coming && !timed_out {
+                return None;
             }
-        }
-        state.stats
+            for slot in &mut state.slots {
+                if matches!(slot, Slot::Ready { .. }) {
+                    state.stats.dropped += 1;
+                    *slot = Slot::Free;
+                }
+            }
+            Some(state.stats)
+        });
+        self.bell.ring();
+        stats
     }
 
-    /// Waits until `n` frames have landed and wait to be shown (or
-    /// `timeout` passes): a player's pre-roll, so the clock starts with
-    /// frames in hand. Returns how many are ready.
+    /// Waits until `n` frames have landed and wait to be shown, or
+    /// `timeout` passes (`Duration::MAX`: no deadline): a player's
+    /// pre-roll, so the clock starts with frames in hand. Returns early,
+    /// short of `n`, when no more frames can land before a `present`:
+    /// nothing is on its way and no slot is free (or the queue is closed).
+    /// Returns how many are ready.
     pub fn preroll(&self, n: usize, timeout: Duration) -> usize {
-        let deadline = std::time::Instant::now() + timeout;
-        let mut state = self.state.lock();
-        loop {
-            Self::settle(&mut state);
-            let ready = state
-                .slots
-                .iter()
-                .filter(|s| matches!(s, Slot::Ready { .. }))
-                .count();
-            if ready >= n || std::time::Instant::now() >= deadline {
-                return ready;
-            }
-            self.freed.wait_for(&mut state, Duration::from_millis(2));
-        }
+        self.wait_until(deadline(timeout), |state, timed_out| {
+            let ready = state.ready();
+            let coming = state.slots.iter().any(|s| s.coming().is_some());
+            let room = !self.is_closed() && state.slots.iter().any(|s| matches!(s, Slot::Free));
+            (ready >= n || timed_out || !(coming || room)).then_some(ready)
+        })
     }
 
     /// Stops taking frames: a producer waiting for a slot gets
     /// [`UploadError::Released`] and should stop.
     pub fn close(&self) {
-        self.closed
-            .store(true, std::sync::atomic::Ordering::Release);
-        self.freed.notify_all();
+        self.closed.store(true, Ordering::Release);
+        self.bell.ring();
     }
 
     /// Its numbers so far.

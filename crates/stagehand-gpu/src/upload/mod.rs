@@ -32,7 +32,7 @@ mod worker;
 
 pub use admit::Admit;
 pub use error::UploadError;
-pub use frame_queue::{FrameQueue, FrameQueueConfig, FrameStats, Presented};
+pub use frame_queue::{FrameQueue, FrameQueueConfig, FrameStats, Presented, WaitReady};
 pub use future::{Cancel, StageTimes, Upload, UploadOutcome, UploadStatus};
 pub use region::{CopyLayout, SourceLayout, TextureRegion};
 pub use resource::{ResourceStats, StagingPolicy, StreamedBuffer, StreamedTexture};
