@@ -1,10 +1,14 @@
 //! The `stagehand` command: a thin front over the library.
 
 mod bench;
+mod output;
 mod play;
 
 use clap::{Args, Parser, Subcommand};
+use output::OutputError;
 use stagehand_gpu::{Gpu, GpuOptions};
+use std::fmt;
+use std::io::Write;
 use std::process::ExitCode;
 
 /// GPU memory, uploads and diagnostics over wgpu.
@@ -51,6 +55,17 @@ impl GpuArgs {
         };
         Gpu::open(&options)
     }
+
+    /// Opens the GPU with `wanted` features turned on where the adapter has them.
+    fn open_with(&self, wanted: wgpu::Features) -> stagehand_gpu::Result<Gpu> {
+        let options = GpuOptions {
+            backend: self.backend.clone(),
+            adapter: self.adapter.clone(),
+            wanted_features: wanted,
+            ..GpuOptions::default()
+        };
+        Gpu::open(&options)
+    }
 }
 
 #[derive(Args, Debug)]
@@ -62,16 +77,16 @@ struct ReportArgs {
     json: bool,
 }
 
-fn report(args: &ReportArgs) -> stagehand_gpu::Result<()> {
+fn report(args: &ReportArgs) -> Result<(), Failure> {
     let gpu = args.gpu.open()?;
     #[allow(unused_mut)] // only the CUDA section is added afterwards
     let mut report = gpu.report();
     #[cfg(feature = "cuda")]
     report.add(&cuda_section());
     if args.json {
-        println!("{}", report.to_json_string());
+        output::println(&report.to_json_string())?;
     } else {
-        report.print();
+        output::print(&report.to_text())?;
     }
     Ok(())
 }
@@ -86,17 +101,68 @@ fn cuda_section() -> stagehand_gpu::diag::sections::CudaSection {
     }
 }
 
+/// Why a subcommand stopped early.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Standard output could not be written.
+    Output(OutputError),
+    /// Anything else, as the text printed after `stagehand: `.
+    Other(String),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Output(e) => e.fmt(f),
+            Self::Other(e) => f.write_str(e),
+        }
+    }
+}
+
+impl From<OutputError> for Failure {
+    fn from(e: OutputError) -> Self {
+        Self::Output(e)
+    }
+}
+
+impl From<String> for Failure {
+    fn from(e: String) -> Self {
+        Self::Other(e)
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(e: &str) -> Self {
+        Self::Other(e.to_owned())
+    }
+}
+
+impl From<stagehand_gpu::Error> for Failure {
+    fn from(e: stagehand_gpu::Error) -> Self {
+        Self::Other(e.to_string())
+    }
+}
+
+impl From<stagehand_play::PlayError> for Failure {
+    fn from(e: stagehand_play::PlayError) -> Self {
+        Self::Other(e.to_string())
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Play(args) => play::run(args).map_err(|e| e.to_string()),
-        Command::Report(args) => report(args).map_err(|e| e.to_string()),
+        Command::Play(args) => play::run(args),
+        Command::Report(args) => report(args),
         Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away: stop quietly (see the `output` module).
+        Err(Failure::Output(e)) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("stagehand: {e}");
+            // Standard error may be gone too; there is nobody left to tell.
+            let _ = writeln!(std::io::stderr(), "stagehand: {e}");
             ExitCode::FAILURE
         }
     }

@@ -4,6 +4,7 @@
 //! through the CUDA upload engine.
 
 use super::stats::{median, time_round};
+use crate::{Failure, output};
 use bytes::Bytes;
 use stagehand_gpu::backend::cuda::{Cuda, CudaError, DevicePool, Stream};
 use stagehand_gpu::pool::PoolConfig;
@@ -21,25 +22,25 @@ const ALLOC_SIZES: [(u64, &str); 4] = [
 ];
 const COPY_SIZES: [(u64, &str); 2] = [(4 * MIB, "4 MiB"), (256 * MIB, "256 MiB")];
 
-/// Whatever went wrong, as one line.
-type Result<T> = std::result::Result<T, String>;
+/// Whatever went wrong: standard output, or anything else as one line.
+type Result<T> = std::result::Result<T, Failure>;
 
-fn text(e: impl std::fmt::Display) -> String {
-    e.to_string()
+fn text(e: impl std::fmt::Display) -> Failure {
+    Failure::Other(e.to_string())
 }
 
 /// Runs both tables on device 0.
 pub fn run(rounds: usize, ops: usize) -> Result<()> {
     let cuda = Cuda::open(0).map_err(|e| format!("CUDA unavailable: {e}"))?;
     let info = cuda.info();
-    println!(
+    output::println(&format!(
         "device: {} (compute {}.{}, driver {}.{}), {rounds} rounds, median round\n",
         info.name,
         info.compute_capability.0,
         info.compute_capability.1,
         info.driver_version / 1000,
         (info.driver_version % 1000) / 10,
-    );
+    ))?;
     let stream = cuda.new_stream().map_err(text)?;
     allocation(&cuda, &stream, rounds, ops)?;
     bandwidth(&cuda, &stream, rounds)?;
@@ -55,11 +56,11 @@ fn calibrate(max_ops: usize, f: &mut dyn FnMut() -> Result<()>) -> Result<usize>
 }
 
 fn allocation(cuda: &Cuda, stream: &Stream, rounds: usize, ops: usize) -> Result<()> {
-    println!("pooled take + drop (free-list hit) against cuMemAlloc + cuMemFree\n");
-    println!(
+    output::println("pooled take + drop (free-list hit) against cuMemAlloc + cuMemFree\n")?;
+    output::println(&format!(
         "{:>8}  {:>12}  {:>18}  {:>10}",
         "size", "pool ns/op", "cuMemAlloc+Free ns", "ratio"
-    );
+    ))?;
     let pool = DevicePool::new(cuda, PoolConfig::named("bench")).map_err(text)?;
     for (size, name) in ALLOC_SIZES {
         drop(pool.take(size, stream).map_err(text)?); // the first take allocates
@@ -81,25 +82,25 @@ fn allocation(cuda: &Cuda, stream: &Stream, rounds: usize, ops: usize) -> Result
             }
         }
         if let Some(e) = failed {
-            return Err(format!("cuMemAlloc of {name} failed: {e}"));
+            return Err(format!("cuMemAlloc of {name} failed: {e}").into());
         }
         let (pooled, direct) = (median(&mut pooled), median(&mut direct));
-        println!(
+        output::println(&format!(
             "{name:>8}  {pooled:>12.1}  {direct:>18.1}  {:>10.0}",
             direct / pooled
-        );
+        ))?;
         pool.pool().trim();
     }
-    println!("\nratio: cuMemAlloc + cuMemFree time over pooled take + drop time.\n");
+    output::println("\nratio: cuMemAlloc + cuMemFree time over pooled take + drop time.\n")?;
     Ok(())
 }
 
 fn bandwidth(cuda: &Cuda, stream: &Stream, rounds: usize) -> Result<()> {
-    println!("host-to-device bandwidth, GB/s (median round)\n");
-    println!(
+    output::println("host-to-device bandwidth, GB/s (median round)\n")?;
+    output::println(&format!(
         "{:>8}  {:>10}  {:>10}  {:>10}  {:>15}",
         "size", "pageable", "pinned", "engine", "engine/pinned"
-    );
+    ))?;
     let pool = DevicePool::new(cuda, PoolConfig::named("bench")).map_err(text)?;
     let engine = CudaUploadEngine::new(cuda, CudaEngineConfig::default()).map_err(text)?;
     for (size, name) in COPY_SIZES {
@@ -127,7 +128,7 @@ fn bandwidth(cuda: &Cuda, stream: &Stream, rounds: usize) -> Result<()> {
                             .wait_timeout(Duration::from_secs(60))
                             .ok_or("an engine upload took over 60 s")?;
                         if outcome.status != UploadStatus::Done {
-                            return Err(format!("engine upload ended {:?}", outcome.status));
+                            return Err(format!("engine upload ended {:?}", outcome.status).into());
                         }
                         engined.push(start.elapsed());
                     }
@@ -140,16 +141,16 @@ fn bandwidth(cuda: &Cuda, stream: &Stream, rounds: usize) -> Result<()> {
         };
         let (pageable, staged, engined) =
             (gbps(&mut pageable), gbps(&mut staged), gbps(&mut engined));
-        println!(
+        output::println(&format!(
             "{name:>8}  {pageable:>10.2}  {staged:>10.2}  {engined:>10.2}  {:>14.0}%",
             100.0 * engined / staged
-        );
+        ))?;
         check_copy(&dst, &source)?;
     }
     let workers = engine.stats().workers;
-    println!(
+    output::println(&format!(
         "\npageable: cuMemcpyHtoDAsync from ordinary memory, then the stream waited on; pinned: the same from page-locked memory; engine: CudaUploadEngine::upload of shared bytes from ordinary memory, waited on ({workers} worker threads; chunks of one share per worker, 256 KiB to 4 MiB).\n"
-    );
+    ))?;
     Ok(())
 }
 

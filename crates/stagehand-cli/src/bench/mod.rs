@@ -10,9 +10,22 @@ mod stats;
 mod tracking;
 mod upload;
 
+use super::{Failure, output};
+use clap::builder::RangedU64ValueParser;
 use clap::{Args, ValueEnum};
 
-/// Options of `stagehand bench`.
+/// Most rounds per variant: the median hardly moves past a few dozen, and
+/// each round of the CUDA bandwidth table copies 768 MiB.
+const MAX_ROUNDS: u64 = 1000;
+/// Most operations per round (the pool's thread table runs ten times as
+/// many per thread).
+const MAX_OPS: u64 = 1_000_000;
+/// Most frames per upload run: almost three minutes per variant at 60 fps,
+/// 33 MB a frame.
+const MAX_FRAMES: u64 = 10_000;
+
+/// Options of `stagehand bench`. Clap checks every bound while parsing, so a
+/// value out of range is refused before any GPU is opened.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     #[command(flatten)]
@@ -20,14 +33,17 @@ pub struct BenchArgs {
     /// Which benchmark to run.
     #[arg(value_enum, default_value_t = Which::Tracking)]
     which: Which,
-    /// Rounds per variant; the table shows the median round.
-    #[arg(long, default_value_t = 31)]
+    /// Rounds per variant, 1 to 1000; the table shows the median round.
+    #[arg(long, default_value_t = 31,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_ROUNDS))]
     rounds: usize,
-    /// Operations per round.
-    #[arg(long, default_value_t = 2000)]
+    /// Operations per round, 1 to 1000000 (tracking, pool, cuda).
+    #[arg(long, default_value_t = 2000,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_OPS))]
     ops: usize,
-    /// Frames per run of the upload benchmark.
-    #[arg(long, default_value_t = 200)]
+    /// Frames per run of the upload benchmark, 1 to 10000.
+    #[arg(long, default_value_t = 200,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_FRAMES))]
     frames: usize,
 }
 
@@ -48,21 +64,21 @@ enum Which {
 }
 
 /// Runs the chosen benchmark and prints its table.
-pub fn run(args: &BenchArgs) -> Result<(), String> {
+pub fn run(args: &BenchArgs) -> Result<(), Failure> {
     #[cfg(feature = "cuda")]
     if let Which::Cuda = args.which {
         return cuda::run(args.rounds, args.ops);
     }
-    run_wgpu(args).map_err(|e| e.to_string())
+    run_wgpu(args)
 }
 
-fn run_wgpu(args: &BenchArgs) -> stagehand_gpu::Result<()> {
+fn run_wgpu(args: &BenchArgs) -> Result<(), Failure> {
     let gpu = std::sync::Arc::new(args.gpu.open()?);
     let info = gpu.info();
-    println!(
+    output::println(&format!(
         "adapter: {} ({:?}), {} rounds x {} ops, median round\n",
         info.name, info.backend, args.rounds, args.ops
-    );
+    ))?;
     match args.which {
         Which::Tracking => tracking::run(&gpu, args.rounds, args.ops),
         Which::Pool => pool::run(gpu, args.rounds, args.ops),

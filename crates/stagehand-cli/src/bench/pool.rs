@@ -3,6 +3,8 @@
 //! pooled take + drop from 1, 2 and 4 threads sharing one pool.
 
 use super::stats::{median, time_round};
+use crate::Failure;
+use crate::output::{self, OutputError};
 use stagehand_gpu::Gpu;
 use stagehand_gpu::backend::wgpu::buffer_pool;
 use stagehand_gpu::pool::PoolConfig;
@@ -28,14 +30,16 @@ fn calibrate(max_ops: usize, mut f: impl FnMut()) -> usize {
 }
 
 /// Runs the benchmark and prints its tables.
-pub fn run(gpu: Arc<Gpu>, rounds: usize, ops: usize) -> stagehand_gpu::Result<()> {
+pub fn run(gpu: Arc<Gpu>, rounds: usize, ops: usize) -> Result<(), Failure> {
     let pool = buffer_pool(gpu.clone(), PoolConfig::named("bench")).map_err(pool_error)?;
     let raw: &wgpu::Device = gpu.device();
-    println!("pooled take + drop (free-list hit) against create + drop of the same buffer\n");
-    println!(
+    output::println(
+        "pooled take + drop (free-list hit) against create + drop of the same buffer\n",
+    )?;
+    output::println(&format!(
         "{:>8}  {:>12}  {:>14}  {:>14}  {:>10}",
         "size", "pool ns/op", "wgpu ns/op", "checked ns/op", "wgpu/pool"
-    );
+    ))?;
     for (size, name) in SIZES {
         let desc = wgpu::BufferDescriptor {
             label: None,
@@ -59,24 +63,28 @@ pub fn run(gpu: Arc<Gpu>, rounds: usize, ops: usize) -> stagehand_gpu::Result<()
             }
         }
         let (hit, create, checked) = (median(&mut hit), median(&mut create), median(&mut checked));
-        println!(
+        output::println(&format!(
             "{name:>8}  {hit:>12.1}  {create:>14.1}  {checked:>14.1}  {:>10.0}",
             create / hit
-        );
+        ))?;
     }
-    println!(
-        "\nwgpu: plain wgpu create_buffer + drop; checked: stagehand's Device::create_buffer + drop.\n"
-    );
-    threads(&pool, rounds, ops * 10);
+    output::println(
+        "\nwgpu: plain wgpu create_buffer + drop; checked: stagehand's Device::create_buffer + drop.\n",
+    )?;
+    threads(&pool, rounds, ops * 10)?;
     Ok(())
 }
 
-fn threads(pool: &stagehand_gpu::backend::wgpu::BufferPool, rounds: usize, ops: usize) {
-    println!("pooled take + drop of 256 B from threads sharing one pool\n");
-    println!(
+fn threads(
+    pool: &stagehand_gpu::backend::wgpu::BufferPool,
+    rounds: usize,
+    ops: usize,
+) -> Result<(), OutputError> {
+    output::println("pooled take + drop of 256 B from threads sharing one pool\n")?;
+    output::println(&format!(
         "{:>8}  {:>16}  {:>14}",
         "threads", "ns/op per thread", "Mops/s total"
-    );
+    ))?;
     for threads in [1usize, 2, 4] {
         let mut samples = Vec::with_capacity(rounds);
         for _ in 0..rounds {
@@ -93,14 +101,14 @@ fn threads(pool: &stagehand_gpu::backend::wgpu::BufferPool, rounds: usize, ops: 
             samples.push(start.elapsed().as_nanos() as f64 / ops as f64);
         }
         let per_thread = median(&mut samples);
-        println!(
+        output::println(&format!(
             "{threads:>8}  {per_thread:>16.1}  {:>14.2}",
             threads as f64 * 1e3 / per_thread
-        );
+        ))?;
     }
-    println!(
-        "\nns/op per thread: wall time of a round over the operations each thread ran (thread start included)."
-    );
+    output::println(
+        "\nns/op per thread: wall time of a round over the operations each thread ran (thread start included).",
+    )
 }
 
 fn pool_error(e: stagehand_gpu::pool::PoolError) -> stagehand_gpu::Error {

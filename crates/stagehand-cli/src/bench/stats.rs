@@ -1,5 +1,6 @@
 //! Timing helpers shared by the benchmarks.
 
+use crate::output::{self, OutputError};
 use std::time::Instant;
 
 /// Nanoseconds per operation of one round of `ops` calls of `f`.
@@ -21,15 +22,15 @@ pub fn median(samples: &mut [f64]) -> f64 {
 }
 
 /// Prints a table of `(variant, median ns/op)` with each row's ratio to the first.
-pub fn print_table(title: &str, rows: &[(&str, f64)]) {
+pub fn print_table(title: &str, rows: &[(&str, f64)]) -> Result<(), OutputError> {
     let base = rows.first().map_or(f64::NAN, |r| r.1);
     let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-    println!("{title}\n");
-    println!("{:>width$}  {:>12}  {:>8}", "variant", "ns/op", "ratio");
+    let mut text = format!("{title}\n\n");
+    text += &format!("{:>width$}  {:>12}  {:>8}\n", "variant", "ns/op", "ratio");
     for (name, ns) in rows {
-        println!("{name:>width$}  {ns:>12.1}  {:>8.3}", ns / base);
+        text += &format!("{name:>width$}  {ns:>12.1}  {:>8.3}\n", ns / base);
     }
-    println!();
+    output::println(&text)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! count).
 
 use super::stats::{median, print_table, time_round};
+use crate::{Failure, output};
 use stagehand_gpu::{Gpu, ObjectKind, Tracked};
 
 const DESC: wgpu::BufferDescriptor<'static> = wgpu::BufferDescriptor {
@@ -13,7 +14,7 @@ const DESC: wgpu::BufferDescriptor<'static> = wgpu::BufferDescriptor {
 };
 
 /// Runs the benchmark and prints its table.
-pub fn run(gpu: &Gpu, rounds: usize, ops: usize) -> stagehand_gpu::Result<()> {
+pub fn run(gpu: &Gpu, rounds: usize, ops: usize) -> Result<(), Failure> {
     let device = gpu.device();
     let raw: &wgpu::Device = device;
     let tracker = gpu.tracker();
@@ -47,7 +48,7 @@ pub fn run(gpu: &Gpu, rounds: usize, ops: usize) -> stagehand_gpu::Result<()> {
         }
     }
     if let Some(e) = failed {
-        return Err(e);
+        return Err(e.into());
     }
     print_table(
         "create + drop of a 256-byte buffer",
@@ -56,9 +57,9 @@ pub fn run(gpu: &Gpu, rounds: usize, ops: usize) -> stagehand_gpu::Result<()> {
             ("+ count (Tracked::new)", median(&mut samples[1])),
             ("stagehand create_buffer", median(&mut samples[2])),
         ],
-    );
-    println!(
-        "ratio: each variant's median over plain wgpu's; stagehand create_buffer adds descriptor checks and wgpu error scopes to the count."
-    );
+    )?;
+    output::println(
+        "ratio: each variant's median over plain wgpu's; stagehand create_buffer adds descriptor checks and wgpu error scopes to the count.",
+    )?;
     Ok(())
 }

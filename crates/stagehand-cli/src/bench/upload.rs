@@ -9,6 +9,8 @@
 //! counts only frames that landed.
 
 use super::stats::median;
+use crate::Failure;
+use crate::output::{self, OutputError};
 use bytes::Bytes;
 use stagehand_gpu::Gpu;
 use stagehand_gpu::upload::{
@@ -52,16 +54,16 @@ fn p99(samples: &mut [f64]) -> f64 {
 }
 
 impl Run {
-    fn row(mut self, name: &str) {
+    fn row(mut self, name: &str) -> Result<(), OutputError> {
         let p99_blocked = p99(&mut self.blocked);
         let max = self.blocked.iter().copied().fold(0.0, f64::max);
         let p50 = median(&mut self.blocked);
         let p99_call = p99(&mut self.calls);
         let gbps = (self.landed * FRAME) as f64 / self.seconds / 1e9;
-        println!(
+        output::println(&format!(
             "{name:>24}  {p50:>8.3}  {p99_blocked:>8.3}  {max:>8.3}  {p99_call:>9.3}  {:>6}  {gbps:>6.2}",
             self.landed
-        );
+        ))
     }
 }
 
@@ -407,47 +409,44 @@ fn memcpy_gbps(frames: &[Bytes]) -> f64 {
 }
 
 /// Runs every variant at both rates and prints the table.
-pub fn run(gpu: Arc<Gpu>, frames_per_run: usize) -> stagehand_gpu::Result<()> {
+pub fn run(gpu: Arc<Gpu>, frames_per_run: usize) -> Result<(), Failure> {
     let frames: Vec<Bytes> = (0..3u8)
         .map(|k| Bytes::from(vec![k.wrapping_mul(77); FRAME]))
         .collect();
-    println!(
+    output::println(&format!(
         "4K RGBA8 frames ({} MB each), {frames_per_run} frames per run; p50/p99/max = render-thread time blocked per frame (upload call + its own small submit), call p99 = the upload call alone; all in ms\n",
         FRAME / 1_000_000
-    );
+    ))?;
     for fps in [None, Some(60.0)] {
-        println!(
-            "{}",
-            fps.map_or("unlimited rate".to_owned(), |f| format!("{f} fps"))
-        );
-        println!(
+        output::println(&fps.map_or("unlimited rate".to_owned(), |f| format!("{f} fps")))?;
+        output::println(&format!(
             "{:>24}  {:>8}  {:>8}  {:>8}  {:>9}  {:>6}  {:>6}",
             "variant", "p50", "p99", "max", "call p99", "landed", "GB/s"
-        );
-        write_texture(&gpu, &frames, frames_per_run, fps).row("queue.write_texture");
-        staging_belt(&gpu, &frames, frames_per_run, fps).row("StagingBelt");
-        naive_thread(&gpu, &frames, frames_per_run, fps).row("naive thread");
+        ))?;
+        write_texture(&gpu, &frames, frames_per_run, fps).row("queue.write_texture")?;
+        staging_belt(&gpu, &frames, frames_per_run, fps).row("StagingBelt")?;
+        naive_thread(&gpu, &frames, frames_per_run, fps).row("naive thread")?;
         stagehand(&gpu, &frames, frames_per_run, fps, false, None)
             .map_err(upload_error)?
-            .row("stagehand, whole frame");
+            .row("stagehand, whole frame")?;
         stagehand(&gpu, &frames, frames_per_run, fps, false, Some(STRIP))
             .map_err(upload_error)?
-            .row("stagehand, strips");
+            .row("stagehand, strips")?;
         stagehand(&gpu, &frames, frames_per_run, fps, true, Some(STRIP))
             .map_err(upload_error)?
-            .row("stagehand, fill in place");
-        println!();
+            .row("stagehand, fill in place")?;
+        output::println("")?;
     }
-    println!(
+    output::println(&format!(
         "memcpy of one frame (the floor): {:.2} GB/s",
         memcpy_gbps(&frames)
-    );
-    println!(
+    ))?;
+    output::println(&format!(
         "landed: frames that reached the texture. The naive thread and stagehand never wait: a frame the uploader cannot take yet is skipped (the texture keeps the last one); flat out, their loops run until {frames_per_run} frames have landed."
-    );
-    println!(
+    ))?;
+    output::println(&format!(
         "strips: each frame is copied in {STRIP}-row submissions (StreamOptions::rows_per_submit), for textures not shown while they fill."
-    );
+    ))?;
     Ok(())
 }
 

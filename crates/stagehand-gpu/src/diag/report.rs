@@ -189,9 +189,15 @@ impl Report {
         out
     }
 
-    /// Prints the text report to standard output.
-    pub fn print(&self) {
-        print!("{}", self.to_text());
+    /// Writes the text report to standard output and flushes it.
+    ///
+    /// Unlike `print!`, this does not panic when standard output cannot be
+    /// written (a closed pipe, a full disk): it returns the error.
+    pub fn print(&self) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        out.write_all(self.to_text().as_bytes())?;
+        out.flush()
     }
 }
 
