@@ -1,11 +1,18 @@
-//! `stagehand play`: parse options, run the library's player, print its
-//! summary and the diagnostics report.
+//! `stagehand play`: parse options, run the player, print its summary and
+//! the diagnostics report.
 
+use crate::Failure;
+use crate::output;
 use clap::Args;
 use stagehand_gpu::upload::UploadEngine;
-use stagehand_play::{PlayError, PlayOptions, PlaySummary, Progress, play};
+use stagehand_play::{
+    Display, FormatChoice, Mode, PlayError, PlayOptions, PlaySummary, Preroll, Progress, Transfer,
+    parse_bytes, play,
+};
+use std::fs::File;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Options of `stagehand play`.
@@ -13,38 +20,66 @@ use std::sync::Arc;
 pub struct PlayArgs {
     #[command(flatten)]
     gpu: super::GpuArgs,
-    /// Folder of PNG or JPEG frames, played in natural order (frame_9 before
-    /// frame_10). Without it, synthetic frames are generated in place.
-    dir: Option<PathBuf>,
-    /// Frames per second.
+    /// What to play: a folder of frames, a pattern (shot.####.exr,
+    /// shot.%04d.exr) or one image; EXR, PNG, TIFF or JPEG. Frame numbers
+    /// come from the names; gaps hold the previous frame. Without it,
+    /// synthetic 4K frames are generated in place.
+    source: Option<PathBuf>,
+    /// Frames per second, 0.1 to 1000.
     #[arg(long, default_value_t = 24.0)]
     fps: f64,
-    /// Size of synthetic frames, WIDTHxHEIGHT (a folder's frames keep theirs).
+    /// Frame numbers to play, FIRST-LAST (inclusive).
+    #[arg(long, value_parser = parse_range)]
+    range: Option<(i64, i64)>,
+    /// Size of synthetic frames, WIDTHxHEIGHT (a sequence keeps its own).
     #[arg(long, default_value = "3840x2160", value_parser = parse_size)]
     size: (u32, u32),
     /// Size of the render target, WIDTHxHEIGHT.
     #[arg(long, default_value = "1920x1080", value_parser = parse_size)]
     output_size: (u32, u32),
-    /// Seconds to play (default 5 for synthetic frames; a folder plays once).
-    #[arg(long, conflicts_with = "frames")]
+    /// Seconds to play (default: 5 for synthetic frames; a sequence plays once).
+    #[arg(long, conflicts_with = "frames", allow_negative_numbers = true)]
     seconds: Option<f64>,
-    /// Frames to play.
+    /// Frames to play, 1 to 10000000.
     #[arg(long)]
     frames: Option<u64>,
-    /// Decode threads, and transfer workers.
+    /// Decode threads, and transfer workers (1 to 64).
     #[arg(long, default_value_t = 2)]
     threads: usize,
-    /// Staging buffers per frame-queue slot.
+    /// Staging buffers per frame-queue slot (1 to 4).
     #[arg(long, default_value_t = 1)]
     staging_buffers: usize,
-    /// Frame-queue slots: textures holding frames on screen, ready or filling.
+    /// Frame-queue slots: textures holding frames on screen, ready or
+    /// filling (2 to 16).
     #[arg(long, default_value_t = 3)]
     depth: usize,
-    /// Texture format of the frames. Only rgba8 for now; 16-bit images are
-    /// reduced to 8 bits when decoded.
-    #[arg(long, default_value = "rgba8", value_parser = ["rgba8"])]
-    format: String,
-    /// Play the folder again from the start until --frames or --seconds are done.
+    /// Texture format: auto follows the source (8-bit → rgba8, 16-bit →
+    /// rgba16, half and float EXR → rgba16f); rgba8, rgba16, rgba16f or
+    /// rgba32f force one. Any precision lost is said in the summary.
+    #[arg(long, default_value = "auto")]
+    format: FormatChoice,
+    /// Display transform for scene-linear (float) sources: srgb, rec709 or linear.
+    #[arg(long, default_value = "srgb")]
+    display: Transfer,
+    /// Exposure in stops for scene-linear sources (-32 to 32).
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    exposure: f32,
+    /// Bytes of decoded frames to keep in RAM (512M, 4G; 0 turns the cache
+    /// off). Default: the smaller of 4 GiB and a quarter of RAM.
+    #[arg(long, value_parser = parse_bytes)]
+    cache: Option<u64>,
+    /// Seconds of frames behind the playhead the cache keeps (0 to 60).
+    #[arg(long, default_value_t = 0.5)]
+    read_behind: f64,
+    /// realtime: keep the clock, drop frames that are not ready;
+    /// every-frame: never drop, wait for each frame.
+    #[arg(long, default_value = "realtime")]
+    mode: Mode,
+    /// Decode N frames (or all of the range, as far as the cache holds
+    /// them) into the cache before the clock starts.
+    #[arg(long, value_name = "N|all")]
+    preroll: Option<Preroll>,
+    /// Play the sequence again from the start until --frames or --seconds are done.
     #[arg(long = "loop")]
     looped: bool,
     /// Read back what the render pass drew at render tick N and write it to a PNG.
@@ -71,43 +106,120 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
     Ok(size)
 }
 
+fn parse_range(s: &str) -> Result<(i64, i64), String> {
+    // The separator is the first '-' after the first character, so a
+    // negative first frame (-5-10) still parses.
+    let cut = s
+        .char_indices()
+        .skip(1)
+        .find(|&(_, c)| c == '-')
+        .map(|(i, _)| i)
+        .ok_or_else(|| format!("{s:?} is not FIRST-LAST"))?;
+    let parse = |v: &str| v.trim().parse::<i64>().map_err(|e| format!("{v:?}: {e}"));
+    let range = (parse(&s[..cut])?, parse(&s[cut + 1..])?);
+    if range.0 > range.1 {
+        return Err(format!("{s:?}: the first frame is after the last"));
+    }
+    Ok(range)
+}
+
+/// A file we will write at the end, opened now so a bad path fails
+/// before playback rather than after it.
+struct OutFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl OutFile {
+    fn create(path: &Path) -> Result<Self, PlayError> {
+        let file = File::create(path).map_err(|e| PlayError::Write {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+        })
+    }
+
+    fn error(&self, e: impl std::fmt::Display) -> PlayError {
+        PlayError::Write {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        }
+    }
+}
+
 impl PlayArgs {
-    fn options(&self) -> Result<(PlayOptions, Option<(u64, PathBuf)>), PlayError> {
-        let save = match &self.save_frame {
-            Some(v) => {
-                let tick = v[0]
-                    .parse::<u64>()
-                    .map_err(|e| PlayError::InvalidOption(format!("--save-frame {}: {e}", v[0])))?;
-                Some((tick, PathBuf::from(&v[1])))
-            }
+    fn frames(&self) -> Result<Option<u64>, PlayError> {
+        let Some(s) = self.seconds else {
+            return Ok(self.frames);
+        };
+        let max = stagehand_play::options::MAX_FRAMES as f64 / self.fps.max(0.1);
+        if !(s.is_finite() && s > 0.0 && s <= max) {
+            return Err(PlayError::InvalidOption(format!(
+                "--seconds {s}: must be above 0 and at most {max:.0} at {} fps",
+                self.fps
+            )));
+        }
+        Ok(Some((s * self.fps).ceil().max(1.0) as u64))
+    }
+
+    fn options(&self) -> Result<(PlayOptions, Option<u64>), PlayError> {
+        let save_tick = match &self.save_frame {
+            Some(v) => Some(
+                v[0].parse::<u64>()
+                    .map_err(|e| PlayError::InvalidOption(format!("--save-frame {}: {e}", v[0])))?,
+            ),
             None => None,
         };
-        let frames = self
-            .frames
-            .or_else(|| self.seconds.map(|s| (s * self.fps).ceil().max(1.0) as u64));
         let options = PlayOptions {
-            dir: self.dir.clone(),
+            source: self.source.clone(),
+            range: self.range,
             fps: self.fps,
             size: self.size,
             output_size: self.output_size,
-            frames,
+            frames: self.frames()?,
             threads: self.threads,
             staging_buffers: self.staging_buffers,
             depth: self.depth,
             looped: self.looped,
-            save_ticks: save.iter().map(|(t, _)| *t).collect(),
-            ..PlayOptions::default()
+            format: self.format,
+            display: Display {
+                transfer: self.display,
+                exposure: self.exposure,
+            },
+            cache_bytes: self.cache,
+            read_behind: self.read_behind,
+            mode: self.mode,
+            preroll: self.preroll,
+            save_ticks: save_tick.into_iter().collect(),
+            timeline: None,
         };
-        Ok((options, save))
+        options.validate()?;
+        if let (Some(tick), Some(frames)) = (save_tick, options.frames)
+            && tick >= frames
+        {
+            return Err(PlayError::InvalidOption(format!(
+                "--save-frame {tick}: playback has only {frames} ticks (0 to {})",
+                frames - 1
+            )));
+        }
+        Ok((options, save_tick))
     }
 }
 
 /// Runs `stagehand play`.
-pub fn run(args: &PlayArgs) -> Result<(), PlayError> {
-    let gpu = Arc::new(args.gpu.open()?);
-    let (mut options, save) = args.options()?;
-    let timeline = args
-        .trace
+pub fn run(args: &PlayArgs) -> Result<(), Failure> {
+    // Everything that can be checked without the GPU is checked first.
+    let (mut options, save_tick) = args.options()?;
+    let save = match (&args.save_frame, save_tick) {
+        (Some(v), Some(tick)) => Some((tick, OutFile::create(Path::new(&v[1]))?)),
+        _ => None,
+    };
+    let trace = args.trace.as_deref().map(OutFile::create).transpose()?;
+    let gpu = Arc::new(args.gpu.open_with(stagehand_play::wanted_features())?);
+    let timeline = trace
         .as_ref()
         .map(|_| Arc::new(stagehand_gpu::diag::Timeline::new()));
     options.timeline = timeline.clone();
@@ -115,18 +227,19 @@ pub fn run(args: &PlayArgs) -> Result<(), PlayError> {
         timeline: timeline.clone(),
         ..stagehand_play::engine_config(args.threads)
     };
-    let engine = UploadEngine::new(Arc::clone(&gpu), config)?;
+    let engine = UploadEngine::new(Arc::clone(&gpu), config).map_err(PlayError::from)?;
     let mut bar = Bar::new(!args.json);
     let summary = play(&gpu, &engine, &options, |p| bar.update(&p))?;
     bar.finish();
-    if let Some((tick, path)) = save {
-        save_png(&summary, tick, &path)?;
+    if let Some(e) = bar.failed.take() {
+        // Standard output went away mid-run: playback stopped at once.
+        return Err(e.into());
     }
-    if let (Some(path), Some(timeline)) = (&args.trace, &timeline) {
-        timeline.write(path).map_err(|e| PlayError::Io {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+    if let Some((tick, out)) = save {
+        save_png(&summary, tick, out)?;
+    }
+    if let (Some(out), Some(timeline)) = (trace, &timeline) {
+        timeline.write(&out.path).map_err(|e| out.error(e))?;
     }
     // The summary first, then the diagnostics report.
     let mut report = stagehand_gpu::Report::new();
@@ -135,14 +248,14 @@ pub fn run(args: &PlayArgs) -> Result<(), PlayError> {
         .add(&engine.staging_pool().section(false))
         .add(&engine.section());
     if args.json {
-        println!("{}", report.to_json_string());
+        output::println(&report.to_json_string())?;
     } else {
-        report.print();
+        output::print(&report.to_text())?;
     }
     Ok(())
 }
 
-fn save_png(summary: &PlaySummary, tick: u64, path: &PathBuf) -> Result<(), PlayError> {
+fn save_png(summary: &PlaySummary, tick: u64, out: OutFile) -> Result<(), PlayError> {
     let saved = summary
         .saved
         .iter()
@@ -157,10 +270,10 @@ fn save_png(summary: &PlaySummary, tick: u64, path: &PathBuf) -> Result<(), Play
         .ok_or_else(|| {
             PlayError::InvalidOption("the read-back picture has the wrong size".into())
         })?;
-    image.save(path).map_err(|e| PlayError::Io {
-        path: path.clone(),
-        reason: e.to_string(),
-    })
+    let mut writer = std::io::BufWriter::new(&out.file);
+    image
+        .write_to(&mut writer, image::ImageFormat::Png)
+        .map_err(|e| out.error(e))
 }
 
 /// A progress bar on a terminal; a plain line a second elsewhere.
@@ -168,6 +281,8 @@ struct Bar {
     bar: Option<indicatif::ProgressBar>,
     enabled: bool,
     last_line: std::time::Instant,
+    /// Standard output could not be written: playback stops.
+    failed: Option<output::OutputError>,
 }
 
 impl Bar {
@@ -176,12 +291,13 @@ impl Bar {
             bar: None,
             enabled,
             last_line: std::time::Instant::now(),
+            failed: None,
         }
     }
 
-    fn update(&mut self, p: &Progress) {
+    fn update(&mut self, p: &Progress) -> ControlFlow<()> {
         if !self.enabled {
-            return;
+            return ControlFlow::Continue(());
         }
         let message = format!(
             "shown {} dropped {} late {} upload {:.0} MB/s",
@@ -204,8 +320,14 @@ impl Bar {
             bar.set_message(message);
         } else if self.last_line.elapsed().as_secs_f64() >= 1.0 || p.tick == p.ticks {
             self.last_line = std::time::Instant::now();
-            println!("tick {}/{}: {message}", p.tick, p.ticks);
+            // Nobody is reading (a closed pipe) or nothing can be written
+            // (a full disk): stop now rather than play on for nobody.
+            if let Err(e) = output::println(&format!("tick {}/{}: {message}", p.tick, p.ticks)) {
+                self.failed = Some(e);
+                return ControlFlow::Break(());
+            }
         }
+        ControlFlow::Continue(())
     }
 
     fn finish(&mut self) {

@@ -32,7 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Err(leaks) = leaks {
         println!("{leaks}\n");
     }
-    gpu.report().print();
+    gpu.report().print()?;
     drop((buffer, kept));
     Ok(())
 }

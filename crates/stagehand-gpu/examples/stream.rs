@@ -52,6 +52,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut report = gpu.report();
     report.add(&pool.section(true)).add(&engine.section());
-    report.print();
+    report.print()?;
     Ok(())
 }

@@ -389,3 +389,22 @@ fn finish_balances_frames_landing_out_of_order() {
     );
     balanced(stats);
 }
+
+#[test]
+fn wait_ready_waits_for_the_frame_itself_when_a_later_one_lands_first() {
+    // Two workers: frame 0 is held on one while frame 1 lands on the other.
+    let (_engine, queue) = queue(2, 3);
+    let (open, held) = gate();
+    let first = push_held(&queue, 0, ms(0), held);
+    landed(&push(&queue, 1, ms(10)), "frame 1");
+    assert_eq!(
+        queue.wait_ready(0, ms(20)),
+        WaitReady::TimedOut,
+        "frame 1 landing says nothing of frame 0, still loading"
+    );
+    open.send(()).unwrap();
+    landed(&first, "frame 0");
+    assert_eq!(queue.wait_ready(0, WAIT), WaitReady::Ready);
+    assert_eq!(queue.present(ms(0)).map(|p| p.frame), Some(0));
+    balanced(queue.finish());
+}

@@ -45,6 +45,18 @@ pub enum PlayError {
         /// This file's size.
         got: (u32, u32),
     },
+    /// A frame could not be decoded (the error is shared by the threads
+    /// that needed the frame).
+    #[error(transparent)]
+    Frame(std::sync::Arc<PlayError>),
+    /// A file could not be written.
+    #[error("cannot write {path}: {reason}")]
+    Write {
+        /// The path.
+        path: PathBuf,
+        /// What the OS said.
+        reason: String,
+    },
     /// An option is out of range.
     #[error("invalid option: {0}")]
     InvalidOption(String),

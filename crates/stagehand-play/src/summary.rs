@@ -1,8 +1,151 @@
-//! The `playback` section: what `play` showed, dropped and waited for.
+//! What a playback did: [`PlaySummary`], and its `playback` report section.
 
-use crate::{Millis, PlaySummary};
+use crate::cache::CacheStats;
+use crate::format::FormatPlan;
+use crate::options::Mode;
+use crate::render::Display;
+use serde::Serialize;
 use stagehand_gpu::diag::human_bytes;
 use stagehand_gpu::diag::{Block, Cell, Row, Section, Table, View};
+use stagehand_gpu::upload::FrameStats;
+
+/// Progress while playing, for a progress bar.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Render ticks done.
+    pub tick: u64,
+    /// Render ticks in all.
+    pub ticks: u64,
+    /// Frames shown and dropped so far.
+    pub frames: FrameStats,
+    /// Upload bandwidth over the last second, bytes per second.
+    pub bandwidth: f64,
+}
+
+/// Percentiles in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Millis {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Millis {
+    /// The percentiles of `samples` (milliseconds); zeros when empty.
+    pub fn of(mut samples: Vec<f64>) -> Self {
+        if samples.is_empty() {
+            return Self::default();
+        }
+        samples.sort_by(f64::total_cmp);
+        let at = |q: usize| samples[(samples.len() * q / 100).min(samples.len() - 1)];
+        Self {
+            p50: at(50),
+            p99: at(99),
+            max: samples[samples.len() - 1],
+        }
+    }
+}
+
+/// The frame shown at a `--save-frame` tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SavedTick {
+    /// The render tick.
+    pub tick: u64,
+    /// The frame number on screen (the sequence's own number where names
+    /// carry one, else its position from 0); `None` before the first frame.
+    pub frame: Option<i64>,
+}
+
+/// What a playback did.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlaySummary {
+    /// The adapter it ran on.
+    pub adapter: String,
+    /// What played: the folder or pattern, or "synthetic".
+    pub source: String,
+    /// Frame size.
+    pub size: (u32, u32),
+    /// Render target size.
+    pub output_size: (u32, u32),
+    /// Target rate.
+    pub fps: f64,
+    /// Realtime or every frame.
+    pub mode: Mode,
+    /// The texture format and what the source lost on the way (if anything).
+    pub format: FormatPlan,
+    /// The display transform; `None` for display-referred (integer) sources.
+    pub display: Option<Display>,
+    /// Seconds spent before the clock started (cache pre-roll and the
+    /// frame queue's first frames).
+    pub preroll: f64,
+    /// Frames the cache held when the clock started.
+    pub prerolled_frames: u64,
+    /// Frames of the sequence the run covered (render ticks less gaps):
+    /// `presented + dropped + failed + never_pushed` add up to it.
+    pub frames_in_range: u64,
+    /// Frames pushed, shown, dropped, late, failed.
+    pub frames: FrameStats,
+    /// Frames never pushed: the producer fell behind the clock (realtime
+    /// skips them) or playback ended first.
+    pub never_pushed: u64,
+    /// Ticks that fell on a gap in the sequence (the previous frame held).
+    pub gaps: u64,
+    /// Render ticks run.
+    pub ticks: u64,
+    /// Wall time of the run, seconds.
+    pub seconds: f64,
+    /// Frames presented per second of the run.
+    pub achieved_fps: f64,
+    /// Seconds the clock stood still waiting for frames (every-frame mode).
+    pub waited: f64,
+    /// Upload latency, queued to GPU complete.
+    pub upload_latency: Millis,
+    /// Render-thread time per tick spent on uploads: choosing the frame to
+    /// show (the frame queue). Drawing is not in it.
+    pub blocked: Millis,
+    /// Render-thread time per tick drawing and submitting the pass.
+    pub render: Millis,
+    /// Decoding speed per decode thread, decoded bytes per second (0 for
+    /// synthetic frames).
+    pub decode_bandwidth: f64,
+    /// Frames decoded per second per decode thread.
+    pub decode_fps_per_thread: f64,
+    /// Bytes uploaded per second of the run.
+    pub upload_bandwidth: f64,
+    /// The frame cache; `None` for synthetic frames.
+    pub cache: Option<CacheStats>,
+    /// Highest bytes the staging pool held.
+    pub peak_staging: u64,
+    /// Highest texture bytes alive.
+    pub peak_textures: u64,
+    /// Highest staging bytes held after the first second (0 for runs of a
+    /// second or less); equal to `peak_staging` when memory stays flat.
+    pub peak_staging_after_warmup: u64,
+    /// The frame on screen at each `--save-frame` tick.
+    pub saved_frames: Vec<SavedTick>,
+    /// Frames read back at the ticks asked for.
+    #[serde(skip)]
+    pub saved: Vec<Saved>,
+}
+
+/// One read-back: the render target and the frame texture on screen.
+#[derive(Clone, Debug)]
+pub struct Saved {
+    /// The render tick.
+    pub tick: u64,
+    /// The frame-queue number on screen (the render tick it was made for).
+    pub frame: Option<u64>,
+    /// Target width and height.
+    pub size: (u32, u32),
+    /// What the render pass drew: tightly packed RGBA8.
+    pub rgba: Vec<u8>,
+    /// The texels of the frame texture on screen, tightly packed in the
+    /// texture's format (empty before the first frame).
+    pub texels: Vec<u8>,
+}
 
 fn ms(m: &Millis) -> Vec<Cell> {
     [m.p50, m.p99, m.max]
@@ -11,15 +154,12 @@ fn ms(m: &Millis) -> Vec<Cell> {
         .collect()
 }
 
-impl Section for PlaySummary {
-    fn name(&self) -> &str {
-        "playback"
-    }
-
-    fn view(&self) -> View {
+impl PlaySummary {
+    fn fields(&self) -> Vec<(String, Cell)> {
         let f = &self.frames;
-        let fields = vec![
+        let mut fields = vec![
             ("adapter".into(), Cell::text(&self.adapter)),
+            ("source".into(), Cell::text(&self.source)),
             (
                 "frames".into(),
                 Cell::text(format!(
@@ -27,22 +167,59 @@ impl Section for PlaySummary {
                     self.size.0, self.size.1, self.fps, self.output_size.0, self.output_size.1
                 )),
             ),
+            (
+                "format".into(),
+                Cell::text(format!(
+                    "{:?} from {} channel(s) of {:?}",
+                    self.format.texture, self.format.source.channels, self.format.source.sample
+                )),
+            ),
+        ];
+        if let Some(reduction) = &self.format.reduction {
+            fields.push((
+                "precision".into(),
+                Cell::text(format!("reduced: {reduction}")),
+            ));
+        }
+        fields.push((
+            "display".into(),
+            Cell::text(match &self.display {
+                Some(d) => format!("{:?}, exposure {:+} stops", d.transfer, d.exposure),
+                None => "as stored (display-referred source)".into(),
+            }),
+        ));
+        fields.extend([
+            ("mode".into(), Cell::text(format!("{:?}", self.mode))),
+            ("in range".into(), Cell::int(self.frames_in_range)),
             ("pushed".into(), Cell::int(f.pushed)),
             ("presented".into(), Cell::int(f.shown)),
             ("dropped".into(), Cell::int(f.dropped)),
             ("late".into(), Cell::int(f.late)),
             ("failed".into(), Cell::int(f.failed)),
+            ("never pushed".into(), Cell::int(self.never_pushed)),
+            ("gaps".into(), Cell::int(self.gaps)),
             (
                 "seconds".into(),
                 Cell::text(format!(
-                    "{:.2} (after a {:.2} s pre-roll)",
-                    self.seconds, self.preroll
+                    "{:.2} (after a {:.2} s pre-roll of {} frames)",
+                    self.seconds, self.preroll, self.prerolled_frames
+                )),
+            ),
+            (
+                "achieved".into(),
+                Cell::text(format!(
+                    "{:.2} fps (waited {:.2} s for frames)",
+                    self.achieved_fps, self.waited
                 )),
             ),
             (
                 "decode".into(),
                 Cell::text(if self.decode_bandwidth > 0.0 {
-                    format!("{}/s per thread", human_bytes(self.decode_bandwidth as u64))
+                    format!(
+                        "{}/s, {:.1} frames/s per thread",
+                        human_bytes(self.decode_bandwidth as u64),
+                        self.decode_fps_per_thread
+                    )
                 } else {
                     "generated in place".into()
                 }),
@@ -51,13 +228,48 @@ impl Section for PlaySummary {
                 "upload".into(),
                 Cell::text(format!("{}/s", human_bytes(self.upload_bandwidth as u64))),
             ),
+        ]);
+        if let Some(c) = &self.cache {
+            fields.push((
+                "cache".into(),
+                Cell::text(format!(
+                    "{} hits, {} misses, {} decoded, {} evicted; peak {} of {}",
+                    c.hits,
+                    c.misses,
+                    c.decoded,
+                    c.evicted,
+                    human_bytes(c.peak_bytes),
+                    human_bytes(c.budget)
+                )),
+            ));
+        }
+        fields.extend([
             ("peak staging".into(), Cell::Bytes(self.peak_staging)),
             (
                 "after 1st second".into(),
                 Cell::Bytes(self.peak_staging_after_warmup),
             ),
             ("peak textures".into(), Cell::Bytes(self.peak_textures)),
-        ];
+        ]);
+        for s in &self.saved_frames {
+            fields.push((
+                format!("tick {}", s.tick),
+                Cell::text(match s.frame {
+                    Some(n) => format!("frame {n}"),
+                    None => "nothing on screen yet".into(),
+                }),
+            ));
+        }
+        fields
+    }
+}
+
+impl Section for PlaySummary {
+    fn name(&self) -> &str {
+        "playback"
+    }
+
+    fn view(&self) -> View {
         let rows = vec![
             Row::new("upload latency", ms(&self.upload_latency)),
             Row::new("blocked by uploads", ms(&self.blocked)),
@@ -70,9 +282,9 @@ impl Section for PlaySummary {
             total: None,
         };
         View {
-            blocks: vec![Block::Fields(fields), Block::Table(table)],
+            blocks: vec![Block::Fields(self.fields()), Block::Table(table)],
             footnotes: vec![
-                "presented + dropped + failed = pushed; late: shown more than a frame after its time.".into(),
+                "presented + dropped + failed + never pushed = in range; late: shown more than a frame after its time.".into(),
                 "blocked by uploads: render-thread time per tick choosing the frame to show; the render pass (draw + submit) is timed apart.".into(),
                 "upload latency: from queued to GPU complete. after 1st second: the staging pool's peak from then on (flat memory: no growth).".into(),
             ],

@@ -4,6 +4,7 @@
 
 use stagehand_gpu::upload::UploadEngine;
 use stagehand_play::{PlayError, PlayOptions, engine_config, pattern, play};
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -46,13 +47,13 @@ fn the_drawn_frame_is_the_one_on_screen_in_natural_order() {
     let gpu = Arc::new(gpu());
     let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
     let options = PlayOptions {
-        dir: Some(dir.clone()),
+        source: Some(dir.clone()),
         fps: 12.0,
         output_size: (W, H),
         save_ticks: vec![2, 5, 8, 11],
         ..PlayOptions::default()
     };
-    let summary = play(&gpu, &engine, &options, |_| {}).unwrap();
+    let summary = play(&gpu, &engine, &options, |_| ControlFlow::Continue(())).unwrap();
     let f = summary.frames;
     assert_eq!(f.pushed, 12);
     assert_eq!(f.shown + f.dropped + f.failed, f.pushed, "{f:?}");
@@ -90,12 +91,12 @@ fn bad_folders_get_typed_errors() {
             &gpu,
             &engine,
             &PlayOptions {
-                dir: Some(dir.to_owned()),
+                source: Some(dir.to_owned()),
                 fps: 60.0,
                 output_size: (64, 16),
                 ..PlayOptions::default()
             },
-            |_| {},
+            |_| ControlFlow::Continue(()),
         )
     };
     let empty = temp_dir("empty");
@@ -125,7 +126,7 @@ fn bad_folders_get_typed_errors() {
         ..PlayOptions::default()
     };
     assert!(matches!(
-        play(&gpu, &engine, &bad_fps, |_| {}),
+        play(&gpu, &engine, &bad_fps, |_| ControlFlow::Continue(())),
         Err(PlayError::InvalidOption(_))
     ));
     for dir in [empty, mixed, broken] {
@@ -145,13 +146,13 @@ fn a_timeline_records_decode_uploads_render_and_memory() {
     };
     let engine = UploadEngine::new(gpu.clone(), config).unwrap();
     let options = PlayOptions {
-        dir: Some(dir.clone()),
+        source: Some(dir.clone()),
         fps: 30.0,
         output_size: (64, 16),
         timeline: Some(timeline.clone()),
         ..PlayOptions::default()
     };
-    let summary = play(&gpu, &engine, &options, |_| {}).unwrap();
+    let summary = play(&gpu, &engine, &options, |_| ControlFlow::Continue(())).unwrap();
     let json = timeline.to_chrome_json();
     let events = json["traceEvents"].as_array().unwrap();
     let count = |name: &str| events.iter().filter(|e| e["name"] == name).count() as u64;

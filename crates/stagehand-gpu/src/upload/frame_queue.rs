@@ -478,9 +478,9 @@ impl FrameQueue {
         state.ready()
     }
 
-    /// Waits until frame `frame`, or a later one, has landed or is on
-    /// screen, for a player that shows every frame rather than dropping
-    /// late ones. Wakes as soon as an upload ends, not on a polling period.
+    /// Waits until frame `frame` has landed or is on screen (or a later
+    /// one has while `frame` is not on its way), for a player that shows
+    /// every frame rather than dropping late ones. Wakes as soon as an upload ends, not on a polling period.
     ///
     /// Answers [`WaitReady::Failed`] if that frame's upload failed or was
     /// cancelled, [`WaitReady::Closed`] once the queue is closed and nothing
@@ -490,7 +490,15 @@ impl FrameQueue {
     pub fn wait_ready(&self, frame: u64, timeout: Duration) -> WaitReady {
         self.wait_until(deadline(timeout), |state, timed_out| {
             let at_or_after = |f: Option<u64>| f.is_some_and(|f| f >= frame);
-            if state.slots.iter().any(|s| at_or_after(s.in_hand())) {
+            // The frame itself in hand, or a later one while the frame is
+            // not on its way (passed over, or never pushed: pushes come in
+            // order). A later frame landing first is not enough while the
+            // frame itself is still loading: a player showing every frame
+            // would find nothing due.
+            let itself = state.slots.iter().any(|s| s.in_hand() == Some(frame));
+            let later = state.slots.iter().any(|s| at_or_after(s.in_hand()));
+            let loading = state.slots.iter().any(|s| s.coming() == Some(frame));
+            if itself || (later && !loading) {
                 return Some(WaitReady::Ready);
             }
             if state.failed_frames.contains(&frame) {

@@ -13,11 +13,9 @@
 
 mod exr;
 mod image;
-mod legacy;
 mod natural;
 pub mod sequence;
 
-pub use legacy::{decode as legacy_decode, list_frames, spawn_decoders};
 pub use natural::natural_cmp;
 pub use sequence::{Sequence, SequenceEntry};
 

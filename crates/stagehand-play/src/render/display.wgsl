@@ -1,0 +1,64 @@
+// The player's render pass: a full-screen triangle (clipped to the
+// letterbox viewport) sampling the frame on screen, with the display
+// transform for scene-linear sources.
+
+struct Out {
+    @builtin(position) pos: vec4<f32>,
+    @location(0) uv: vec2<f32>,
+};
+
+struct Params {
+    // 2^exposure, applied before the transfer function.
+    gain: f32,
+    // 0: sRGB, 1: BT.709, 2: linear (no transfer function).
+    transfer: u32,
+    // 1 when the source is scene-linear (float): transform it; 0 when it
+    // is display-referred already: draw it as it is.
+    scene_linear: u32,
+    pad: u32,
+};
+
+@group(0) @binding(0) var frame: texture_2d<f32>;
+@group(0) @binding(1) var frame_sampler: sampler;
+@group(0) @binding(2) var<uniform> params: Params;
+
+@vertex
+fn vs(@builtin(vertex_index) i: u32) -> Out {
+    let uv = vec2<f32>(f32((i << 1u) & 2u), f32(i & 2u));
+    var out: Out;
+    out.pos = vec4<f32>(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0, 0.0, 1.0);
+    out.uv = uv;
+    return out;
+}
+
+fn srgb(x: f32) -> f32 {
+    if x <= 0.0031308 {
+        return 12.92 * x;
+    }
+    return 1.055 * pow(x, 1.0 / 2.4) - 0.055;
+}
+
+fn bt709(x: f32) -> f32 {
+    if x < 0.018 {
+        return 4.5 * x;
+    }
+    return 1.099 * pow(x, 0.45) - 0.099;
+}
+
+fn encode(x: f32) -> f32 {
+    let v = clamp(x * params.gain, 0.0, 1.0);
+    switch params.transfer {
+        case 0u: { return srgb(v); }
+        case 1u: { return bt709(v); }
+        default: { return v; }
+    }
+}
+
+@fragment
+fn fs(in: Out) -> @location(0) vec4<f32> {
+    let c = textureSample(frame, frame_sampler, in.uv);
+    if params.scene_linear == 0u {
+        return c;
+    }
+    return vec4<f32>(encode(c.r), encode(c.g), encode(c.b), clamp(c.a, 0.0, 1.0));
+}

@@ -1,0 +1,269 @@
+//! The player's render pass: the frame on screen fitted into the target
+//! with its aspect ratio kept (black bars around it), through the display
+//! transform for scene-linear sources (`display.wgsl`).
+
+mod display;
+mod readback;
+
+pub use display::{Display, Transfer, encode};
+pub use readback::read_texture;
+
+use stagehand_gpu::Gpu;
+use stagehand_gpu::Result;
+use stagehand_gpu::diag::Tracked;
+use stagehand_gpu::upload::FrameQueue;
+
+/// The output target's format.
+pub const OUTPUT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
+
+/// Draws frame-queue slots into the output target.
+pub struct Renderer {
+    pipeline: Tracked<wgpu::RenderPipeline>,
+    /// One bind group per frame-queue slot.
+    binds: Vec<Tracked<wgpu::BindGroup>>,
+    params: Tracked<wgpu::Buffer>,
+    output: Tracked<wgpu::Texture>,
+    output_view: Tracked<wgpu::TextureView>,
+    /// The frames' size, for the letterbox.
+    frame_size: (u32, u32),
+}
+
+impl Renderer {
+    /// A renderer for `queue`'s slots (frames of `frame_size`) into a
+    /// target of `size`, with `display` for scene-linear sources.
+    pub fn new(
+        gpu: &Gpu,
+        queue: &FrameQueue,
+        frame_size: (u32, u32),
+        size: (u32, u32),
+        display: Display,
+    ) -> Result<Self> {
+        let device = gpu.device();
+        let format = queue.texture(0).format();
+        // Rgba32Float filters only with an adapter feature: sample it
+        // nearest where the device lacks it.
+        let filterable = matches!(
+            format.sample_type(None, Some(device.features())),
+            Some(wgpu::TextureSampleType::Float { filterable: true })
+        );
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("play frame"),
+            entries: &[
+                wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Texture {
+                        sample_type: wgpu::TextureSampleType::Float { filterable },
+                        view_dimension: wgpu::TextureViewDimension::D2,
+                        multisampled: false,
+                    },
+                    count: None,
+                },
+                wgpu::BindGroupLayoutEntry {
+                    binding: 1,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Sampler(if filterable {
+                        wgpu::SamplerBindingType::Filtering
+                    } else {
+                        wgpu::SamplerBindingType::NonFiltering
+                    }),
+                    count: None,
+                },
+                wgpu::BindGroupLayoutEntry {
+                    binding: 2,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                },
+            ],
+        })?;
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("play"),
+            bind_group_layouts: &[Some(&*layout)],
+            immediate_size: 0,
+        })?;
+        let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("play display"),
+            source: wgpu::ShaderSource::Wgsl(include_str!("display.wgsl").into()),
+        })?;
+        let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("play"),
+            layout: Some(&pipeline_layout),
+            vertex: wgpu::VertexState {
+                module: &shader,
+                entry_point: Some("vs"),
+                compilation_options: Default::default(),
+                buffers: &[],
+            },
+            primitive: Default::default(),
+            depth_stencil: None,
+            multisample: Default::default(),
+            fragment: Some(wgpu::FragmentState {
+                module: &shader,
+                entry_point: Some("fs"),
+                compilation_options: Default::default(),
+                targets: &[Some(OUTPUT_FORMAT.into())],
+            }),
+            multiview_mask: None,
+            cache: None,
+        })?;
+        let filter = if filterable {
+            wgpu::FilterMode::Linear
+        } else {
+            wgpu::FilterMode::Nearest
+        };
+        let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
+            label: Some("play"),
+            mag_filter: filter,
+            min_filter: filter,
+            ..Default::default()
+        })?;
+        let params = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("play display"),
+            size: display::PARAMS_BYTES,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })?;
+        gpu.queue()
+            .write_buffer(&params, 0, &display.params(!is_display_referred(format)));
+        let binds = (0..queue.depth())
+            .map(|slot| {
+                let view = queue.texture(slot).create_view(&Default::default());
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("play frame"),
+                    layout: &layout,
+                    entries: &[
+                        wgpu::BindGroupEntry {
+                            binding: 0,
+                            resource: wgpu::BindingResource::TextureView(&view),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 1,
+                            resource: wgpu::BindingResource::Sampler(&sampler),
+                        },
+                        wgpu::BindGroupEntry {
+                            binding: 2,
+                            resource: params.as_entire_binding(),
+                        },
+                    ],
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let output = device.create_texture(&wgpu::TextureDescriptor {
+            label: Some("play output"),
+            size: wgpu::Extent3d {
+                width: size.0,
+                height: size.1,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: OUTPUT_FORMAT,
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+            view_formats: &[],
+        })?;
+        let output_view = device.create_texture_view(&output, &Default::default())?;
+        Ok(Self {
+            pipeline,
+            binds,
+            params,
+            output,
+            output_view,
+            frame_size,
+        })
+    }
+
+    /// Changes the display transform (exposure, transfer function) for the
+    /// draws that follow.
+    pub fn set_display(&self, gpu: &Gpu, display: Display, scene_linear: bool) {
+        gpu.queue()
+            .write_buffer(&self.params, 0, &display.params(scene_linear));
+    }
+
+    /// Draws `slot` (or clears, before the first frame) and submits.
+    pub fn draw(&self, gpu: &Gpu, slot: Option<usize>) -> Result<()> {
+        let mut encoder = gpu.device().create_command_encoder(&Default::default())?;
+        {
+            let attachment = wgpu::RenderPassColorAttachment {
+                view: &self.output_view,
+                depth_slice: None,
+                resolve_target: None,
+                ops: wgpu::Operations {
+                    load: wgpu::LoadOp::Clear(wgpu::Color::BLACK),
+                    store: wgpu::StoreOp::Store,
+                },
+            };
+            let desc = wgpu::RenderPassDescriptor {
+                label: Some("play"),
+                color_attachments: &[Some(attachment)],
+                ..Default::default()
+            };
+            let mut pass = encoder.begin_render_pass(&desc);
+            if let Some(bind) = slot.and_then(|s| self.binds.get(s)) {
+                let target = (self.output.width(), self.output.height());
+                let (x, y, w, h) = letterbox(self.frame_size, target);
+                pass.set_viewport(x, y, w, h, 0.0, 1.0);
+                pass.set_pipeline(&self.pipeline);
+                pass.set_bind_group(0, Some(&**bind), &[]);
+                pass.draw(0..3, 0..1);
+            }
+        }
+        gpu.queue().submit([encoder.finish()?])?;
+        Ok(())
+    }
+
+    /// Reads back what the last draw put in the target: tightly packed RGBA8.
+    pub fn read_back(&self, gpu: &Gpu) -> Result<(u32, u32, Vec<u8>)> {
+        let (w, h) = (self.output.width(), self.output.height());
+        Ok((w, h, read_texture(gpu, &self.output, 4)?))
+    }
+}
+
+/// Whether frames in `format` are display-referred (integers: drawn as
+/// they are) rather than scene-linear (floats: through the transform).
+pub fn is_display_referred(format: wgpu::TextureFormat) -> bool {
+    !matches!(
+        format,
+        wgpu::TextureFormat::Rgba16Float | wgpu::TextureFormat::Rgba32Float
+    )
+}
+
+/// The viewport that fits a `frame`-sized picture into `target` with its
+/// aspect ratio kept, centred: x, y, width, height in pixels.
+pub fn letterbox(frame: (u32, u32), target: (u32, u32)) -> (f32, f32, f32, f32) {
+    let (fw, fh) = (f64::from(frame.0.max(1)), f64::from(frame.1.max(1)));
+    let (tw, th) = (f64::from(target.0), f64::from(target.1));
+    let scale = (tw / fw).min(th / fh);
+    // Whole pixels, so a frame drawn at its own size maps texel to pixel.
+    let (w, h) = ((fw * scale).round(), (fh * scale).round());
+    let (x, y) = (((tw - w) / 2.0).floor(), ((th - h) / 2.0).floor());
+    (x as f32, y as f32, w as f32, h as f32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::letterbox;
+
+    #[test]
+    fn letterbox_keeps_the_aspect_ratio() {
+        assert_eq!(
+            letterbox((3840, 2160), (1920, 1080)),
+            (0.0, 0.0, 1920.0, 1080.0)
+        );
+        // A 16:9 frame in a square target: bars above and below.
+        assert_eq!(
+            letterbox((1600, 900), (800, 800)),
+            (0.0, 175.0, 800.0, 450.0)
+        );
+        // A 4:3 frame in a 16:9 target: bars left and right.
+        assert_eq!(
+            letterbox((640, 480), (1920, 1080)),
+            (240.0, 0.0, 1440.0, 1080.0)
+        );
+    }
+}
