@@ -158,8 +158,6 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        // The reader went away: stop quietly (see the `output` module).
-        Err(Failure::Output(e)) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
             // Standard error may be gone too; there is nobody left to tell.
             let _ = writeln!(std::io::stderr(), "stagehand: {e}");
