@@ -15,6 +15,7 @@ mod player;
 pub mod render;
 pub mod source;
 mod summary;
+pub mod testdata;
 
 pub use cache::{CacheConfig, CacheStats, FrameCache};
 pub use error::PlayError;
@@ -24,4 +25,4 @@ pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
 pub use player::{engine_config, play, wanted_features};
 pub use render::{Display, Renderer, Transfer};
 pub use source::natural_cmp;
-pub use summary::{Millis, PlaySummary, Progress, Saved, SavedTick};
+pub use summary::{Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};

@@ -13,7 +13,7 @@ use crate::options::{Mode, PlayOptions, Preroll};
 use crate::pattern;
 use crate::render::{Renderer, is_display_referred, read_texture};
 use crate::source::{self, Frame, FrameInfo, SampleType, Sequence};
-use crate::summary::{Millis, PlaySummary, Progress, Saved, SavedTick};
+use crate::summary::{Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
 use parking_lot::Mutex;
 use stagehand_gpu::Gpu;
 use stagehand_gpu::upload::{
@@ -170,6 +170,7 @@ pub fn play(
         blocked: Vec::new(),
         render: Vec::new(),
         saved: Vec::new(),
+        passes: Vec::new(),
     };
     let result = run.play(gpu, engine, &renderer, options, &mut progress);
     let frames_run = run.stop();
@@ -214,6 +215,7 @@ pub fn play(
         frames,
         never_pushed: frames_in_range.saturating_sub(pushed),
         gaps,
+        passes: std::mem::take(&mut run.passes),
         ticks,
         seconds,
         achieved_fps: if seconds > 0.0 {
@@ -537,6 +539,7 @@ struct Run<'a> {
     blocked: Vec<f64>,
     render: Vec<f64>,
     saved: Vec<Saved>,
+    passes: Vec<PassStats>,
 }
 
 /// Ticks run, pre-roll seconds, frames pre-rolled, and the staging peak
@@ -561,6 +564,8 @@ impl Run<'_> {
         let mut first_second_peak = None;
         let mut last_frame_tick = None;
         let mut ticks = 0;
+        let mut pass = PassStats::default();
+        let mut shown_before = 0;
         for tick in 0..shared.total {
             ticks = tick + 1;
             self.check_failed()?;
@@ -582,6 +587,12 @@ impl Run<'_> {
             };
             self.tick(gpu, renderer, tick, t, options)?;
             self.sample(gpu, engine, &shared);
+            pass.frames += u64::from(self.is_frame(tick));
+            if self.ends_pass(tick) {
+                let shown = shared.queue.stats().shown;
+                self.close_pass(&mut pass, shown - shown_before);
+                shown_before = shown;
+            }
             if first_second_peak.is_none() && start.elapsed() > Duration::from_secs(1) {
                 // From here on the pool must not grow: measure its peak afresh.
                 first_second_peak = Some(engine.staging_pool().stats().peak_held);
@@ -597,7 +608,25 @@ impl Run<'_> {
                 break;
             }
         }
+        if pass.frames > 0 {
+            let shown = shared.queue.stats().shown;
+            self.close_pass(&mut pass, shown - shown_before);
+        }
         Ok((ticks, preroll, prerolled, first_second_peak))
+    }
+
+    /// Whether tick `tick` is the last of a pass over the sequence.
+    fn ends_pass(&self, tick: u64) -> bool {
+        match self.feed {
+            Feed::Synthetic(_) => false,
+            Feed::Sequence { sequence, .. } => (tick + 1) % sequence.len() as u64 == 0,
+        }
+    }
+
+    fn close_pass(&mut self, pass: &mut PassStats, shown: u64) {
+        pass.shown = shown.min(pass.frames);
+        pass.missed = pass.frames - pass.shown;
+        self.passes.push(std::mem::take(pass));
     }
 
     /// Whether tick `tick` carries a frame (not a gap).

@@ -59,6 +59,17 @@ pub struct SavedTick {
     pub frame: Option<i64>,
 }
 
+/// One pass over the sequence (looping plays several).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PassStats {
+    /// Frames of the pass (its ticks less gaps).
+    pub frames: u64,
+    /// Frames put on screen during the pass's ticks.
+    pub shown: u64,
+    /// Frames of the pass not shown: dropped, failed or never pushed.
+    pub missed: u64,
+}
+
 /// What a playback did.
 #[derive(Clone, Debug, Serialize)]
 pub struct PlaySummary {
@@ -93,6 +104,9 @@ pub struct PlaySummary {
     pub never_pushed: u64,
     /// Ticks that fell on a gap in the sequence (the previous frame held).
     pub gaps: u64,
+    /// Each pass over the sequence: the first shows what decoding keeps up
+    /// with, later ones what the cache holds. Empty for synthetic frames.
+    pub passes: Vec<PassStats>,
     /// Render ticks run.
     pub ticks: u64,
     /// Wall time of the run, seconds.
@@ -251,6 +265,10 @@ impl PlaySummary {
             ),
             ("peak textures".into(), Cell::Bytes(self.peak_textures)),
         ]);
+        if self.passes.len() > 1 {
+            let missed: Vec<String> = self.passes.iter().map(|p| p.missed.to_string()).collect();
+            fields.push(("missed per pass".into(), Cell::text(missed.join(" "))));
+        }
         for s in &self.saved_frames {
             fields.push((
                 format!("tick {}", s.tick),

@@ -5,6 +5,7 @@
 
 #[cfg(feature = "cuda")]
 mod cuda;
+mod play;
 mod pool;
 mod stats;
 mod tracking;
@@ -45,6 +46,37 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 200,
           value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_FRAMES))]
     frames: usize,
+    /// play: frames per generated sequence, 2 to 1000.
+    #[arg(long, default_value_t = 48,
+          value_parser = RangedU64ValueParser::<u32>::new().range(2..=1000))]
+    length: u32,
+    /// play: seconds of each looped run, 1 to 600.
+    #[arg(long, default_value_t = 10,
+          value_parser = RangedU64ValueParser::<u32>::new().range(1..=600))]
+    seconds: u32,
+    /// play: frame size of the generated sequences, WIDTHxHEIGHT (up to 8192x8192).
+    #[arg(long, default_value = "3840x2160", value_parser = parse_size)]
+    size: (u32, u32),
+    /// play: where to write the sequences (kept for the next run).
+    /// Default: a folder in the system's temporary directory.
+    #[arg(long)]
+    dir: Option<std::path::PathBuf>,
+    /// play: decode threads, 1 to 64.
+    #[arg(long, default_value_t = 2,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=64))]
+    threads: usize,
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("{s:?} is not WIDTHxHEIGHT"))?;
+    let parse = |v: &str| v.trim().parse::<u32>().map_err(|e| format!("{v:?}: {e}"));
+    let size = (parse(w)?, parse(h)?);
+    if !(1..=8192).contains(&size.0) || !(1..=8192).contains(&size.1) {
+        return Err(format!("{s}: each side must be from 1 to 8192"));
+    }
+    Ok(size)
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -57,6 +89,10 @@ enum Which {
     /// 4K frames streamed by write_texture, StagingBelt, a naive thread and
     /// stagehand, at an unlimited rate and at 60 fps.
     Upload,
+    /// Image sequences (PNG 8/16-bit, EXR half ZIP/PIZ, EXR float) through
+    /// the player: frames missed on the first and later looped passes,
+    /// with pre-roll, every-frame rate, and decode against the crates' own.
+    Play,
     /// CUDA: pooled take + drop against cuMemAlloc + cuMemFree, and
     /// host-to-device bandwidth (pageable, pinned, upload engine).
     #[cfg(feature = "cuda")]
@@ -73,7 +109,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
 }
 
 fn run_wgpu(args: &BenchArgs) -> Result<(), Failure> {
-    let gpu = std::sync::Arc::new(args.gpu.open()?);
+    let gpu = std::sync::Arc::new(args.gpu.open_with(stagehand_play::wanted_features())?);
     let info = gpu.info();
     output::println(&format!(
         "adapter: {} ({:?}), {} rounds x {} ops, median round\n",
@@ -83,6 +119,24 @@ fn run_wgpu(args: &BenchArgs) -> Result<(), Failure> {
         Which::Tracking => tracking::run(&gpu, args.rounds, args.ops),
         Which::Pool => pool::run(gpu, args.rounds, args.ops),
         Which::Upload => upload::run(gpu, args.frames),
+        Which::Play => {
+            let dir = args
+                .dir
+                .clone()
+                .unwrap_or_else(|| std::env::temp_dir().join("stagehand-bench-play"));
+            play::run(
+                gpu,
+                &play::Setup {
+                    dir: &dir,
+                    length: args.length,
+                    size: args.size,
+                    seconds: args.seconds,
+                    fps: 24.0,
+                    threads: args.threads,
+                    decode_files: 8,
+                },
+            )
+        }
         #[cfg(feature = "cuda")]
         Which::Cuda => unreachable!("handled before opening wgpu"),
     }

@@ -1,0 +1,234 @@
+//! Sequences written by the format crates themselves, for benchmarks and
+//! tests: 8- and 16-bit PNG, and OpenEXR half (ZIP, PIZ) and float, each a
+//! smooth picture that moves from frame to frame (so compression behaves as
+//! on real plates, neither flat nor noise). Also the crates' own decode of
+//! a file into a `Vec`, the baseline our decode path is measured against.
+
+use crate::PlayError;
+use exr::prelude::{
+    Encoding, Image, Layer, LayerAttributes, ReadChannels, ReadLayers, SpecificChannels, Vec2,
+    WritableImage,
+};
+use half::f16;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// A kind of sequence to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// 8-bit RGBA PNG.
+    Png8,
+    /// 16-bit RGBA PNG.
+    Png16,
+    /// OpenEXR, half RGBA, ZIP compression.
+    ExrHalfZip,
+    /// OpenEXR, half RGBA, PIZ compression.
+    ExrHalfPiz,
+    /// OpenEXR, float RGB, ZIP compression.
+    ExrFloat,
+}
+
+impl Kind {
+    /// Every kind, in table order.
+    pub const ALL: [Kind; 5] = [
+        Kind::Png8,
+        Kind::Png16,
+        Kind::ExrHalfZip,
+        Kind::ExrHalfPiz,
+        Kind::ExrFloat,
+    ];
+
+    /// A short name for tables and folder names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Png8 => "png-8bit",
+            Kind::Png16 => "png-16bit",
+            Kind::ExrHalfZip => "exr-half-zip",
+            Kind::ExrHalfPiz => "exr-half-piz",
+            Kind::ExrFloat => "exr-float-zip",
+        }
+    }
+
+    fn extension(self) -> &'static str {
+        match self {
+            Kind::Png8 | Kind::Png16 => "png",
+            _ => "exr",
+        }
+    }
+}
+
+/// Light at pixel (x, y) of frame `f`, channel `c`: a soft diagonal ramp
+/// with a bright band sweeping across, scene-linear 0 to about 1.5.
+fn light(x: u32, y: u32, c: u32, f: u32, width: u32, height: u32) -> f32 {
+    let u = x as f32 / width.max(1) as f32;
+    let v = y as f32 / height.max(1) as f32;
+    let sweep = ((u + f as f32 * 0.02).fract() - 0.5).abs();
+    let band = (1.0 - sweep * 8.0).max(0.0);
+    (0.2 + 0.5 * u * (1.0 - v) + band) * [1.0, 0.8, 0.6][c as usize % 3]
+}
+
+fn file(dir: &Path, kind: Kind, frame: u32) -> PathBuf {
+    dir.join(format!("shot.{:04}.{}", 1001 + frame, kind.extension()))
+}
+
+fn io(path: &Path, e: impl std::fmt::Display) -> PlayError {
+    PlayError::Write {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    }
+}
+
+/// Writes `frames` frames of `kind` at `size` into `dir` as
+/// `shot.1001.ext`, ..., unless they are there already. Returns the
+/// pattern that names them.
+pub fn write_sequence(
+    dir: &Path,
+    kind: Kind,
+    frames: u32,
+    size: (u32, u32),
+) -> Result<PathBuf, PlayError> {
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let (w, h) = size;
+    for f in 0..frames {
+        let path = file(dir, kind, f);
+        if path.exists() {
+            continue;
+        }
+        // Written under a temporary name and renamed, so an interrupted
+        // run never leaves a truncated frame that looks finished.
+        let part = path.with_extension(format!("part.{}", kind.extension()));
+        match kind {
+            Kind::Png8 | Kind::Png16 => write_png(&part, kind, f, size)?,
+            Kind::ExrHalfZip | Kind::ExrHalfPiz => {
+                let compression = if kind == Kind::ExrHalfZip {
+                    exr::compression::Compression::ZIP16
+                } else {
+                    exr::compression::Compression::PIZ
+                };
+                let pixels = move |p: Vec2<usize>| {
+                    let s = |c| f16::from_f32(light(p.x() as u32, p.y() as u32, c, f, w, h));
+                    (s(0), s(1), s(2), f16::ONE)
+                };
+                let layer = Layer::new(
+                    (w as usize, h as usize),
+                    LayerAttributes::default(),
+                    Encoding {
+                        compression,
+                        ..Encoding::FAST_LOSSLESS
+                    },
+                    SpecificChannels::rgba(pixels),
+                );
+                Image::from_layer(layer)
+                    .write()
+                    .to_file(&part)
+                    .map_err(|e| io(&part, e))?;
+            }
+            Kind::ExrFloat => {
+                let pixels = move |p: Vec2<usize>| {
+                    let s = |c| light(p.x() as u32, p.y() as u32, c, f, w, h);
+                    (s(0), s(1), s(2))
+                };
+                let layer = Layer::new(
+                    (w as usize, h as usize),
+                    LayerAttributes::default(),
+                    Encoding::FAST_LOSSLESS,
+                    SpecificChannels::rgb(pixels),
+                );
+                Image::from_layer(layer)
+                    .write()
+                    .to_file(&part)
+                    .map_err(|e| io(&part, e))?;
+            }
+        }
+        std::fs::rename(&part, &path).map_err(|e| io(&path, e))?;
+    }
+    Ok(dir.join(format!("shot.####.{}", kind.extension())))
+}
+
+fn write_png(path: &Path, kind: Kind, f: u32, (w, h): (u32, u32)) -> Result<(), PlayError> {
+    // Display-referred: the light through a plain 1/2.2 curve.
+    let code = |x, y, c| light(x, y, c, f, w, h).clamp(0.0, 1.0).powf(1.0 / 2.2);
+    let result = if kind == Kind::Png8 {
+        image::RgbaImage::from_fn(w, h, |x, y| {
+            let s = |c| (code(x, y, c) * 255.0).round() as u8;
+            image::Rgba([s(0), s(1), s(2), 255])
+        })
+        .save(path)
+    } else {
+        image::ImageBuffer::<image::Rgba<u16>, Vec<u16>>::from_fn(w, h, |x, y| {
+            let s = |c| (code(x, y, c) * 65535.0).round() as u16;
+            image::Rgba([s(0), s(1), s(2), 65535])
+        })
+        .save(path)
+    };
+    result.map_err(|e| io(path, e))
+}
+
+/// The format crate's own decode of one file into a `Vec`, as a user of
+/// that crate would write it: `image::open` for PNG, the `exr` crate's
+/// first RGBA layer into a `Vec<f16>` or `Vec<f32>`. Returns the bytes
+/// decoded.
+pub fn crate_decode(path: &Path) -> Result<usize, PlayError> {
+    let decode_err = |e: &dyn std::fmt::Display| PlayError::Decode {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    };
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("exr"))
+    {
+        let meta = exr::meta::MetaData::read_from_file(path, false).map_err(|e| decode_err(&e))?;
+        let is_half = meta.headers.first().is_some_and(|h| {
+            h.channels
+                .list
+                .iter()
+                .all(|c| c.sample_type == exr::meta::attribute::SampleType::F16)
+        });
+        if is_half {
+            let image = exr::prelude::read()
+                .no_deep_data()
+                .largest_resolution_level()
+                .rgba_channels(
+                    |size, _| (size.width(), vec![f16::ZERO; size.area() * 4]),
+                    |(w, out): &mut (usize, Vec<f16>),
+                     p: Vec2<usize>,
+                     (r, g, b, a): (f16, f16, f16, f16)| {
+                        let at = (p.y() * *w + p.x()) * 4;
+                        out[at..at + 4].copy_from_slice(&[r, g, b, a]);
+                    },
+                )
+                .first_valid_layer()
+                .all_attributes()
+                .from_file(path)
+                .map_err(|e| decode_err(&e))?;
+            Ok(image.layer_data.channel_data.pixels.1.len() * 2)
+        } else {
+            let image = exr::prelude::read()
+                .no_deep_data()
+                .largest_resolution_level()
+                .rgba_channels(
+                    |size, _| (size.width(), vec![0f32; size.area() * 4]),
+                    |(w, out): &mut (usize, Vec<f32>),
+                     p: Vec2<usize>,
+                     (r, g, b, a): (f32, f32, f32, f32)| {
+                        let at = (p.y() * *w + p.x()) * 4;
+                        out[at..at + 4].copy_from_slice(&[r, g, b, a]);
+                    },
+                )
+                .first_valid_layer()
+                .all_attributes()
+                .from_file(path)
+                .map_err(|e| decode_err(&e))?;
+            Ok(image.layer_data.channel_data.pixels.1.len() * 4)
+        }
+    } else {
+        let image = image::open(path).map_err(|e| decode_err(&e))?;
+        Ok(image.as_bytes().len())
+    }
+}
+
+/// The first file of a sequence written by [`write_sequence`].
+pub fn first_file(dir: &Path, kind: Kind) -> PathBuf {
+    file(dir, kind, 0)
+}
