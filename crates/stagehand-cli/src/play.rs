@@ -26,7 +26,9 @@ pub struct PlayArgs {
     /// synthetic 4K frames are generated in place.
     source: Option<PathBuf>,
     /// Frames per second, 0.1 to 1000.
-    #[arg(long, default_value_t = 24.0)]
+    // Negative numbers are taken as values, so `--fps -5` is refused as
+    // out of range rather than as an unknown argument.
+    #[arg(long, default_value_t = 24.0, allow_negative_numbers = true)]
     fps: f64,
     /// Frame numbers to play, FIRST-LAST (inclusive).
     #[arg(long, value_parser = parse_range)]
@@ -69,7 +71,7 @@ pub struct PlayArgs {
     #[arg(long, value_parser = parse_bytes)]
     cache: Option<u64>,
     /// Seconds of frames behind the playhead the cache keeps (0 to 60).
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
     read_behind: f64,
     /// realtime: keep the clock, drop frames that are not ready;
     /// every-frame: never drop, wait for each frame.
@@ -94,6 +96,7 @@ pub struct PlayArgs {
     trace: Option<PathBuf>,
 }
 
+/// Parses `WIDTHxHEIGHT`, neither zero.
 fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let (w, h) = s
         .split_once(['x', 'X'])
@@ -106,6 +109,7 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
     Ok(size)
 }
 
+/// Parses `FIRST-LAST`, first not after last.
 fn parse_range(s: &str) -> Result<(i64, i64), String> {
     // The separator is the first '-' after the first character, so a
     // negative first frame (-5-10) still parses.
@@ -151,6 +155,8 @@ impl OutFile {
 }
 
 impl PlayArgs {
+    /// Frames to play: `--frames`, or `--seconds` at `--fps` rounded up;
+    /// a duration that is not positive and finite is refused.
     fn frames(&self) -> Result<Option<u64>, PlayError> {
         let Some(s) = self.seconds else {
             return Ok(self.frames);
@@ -165,6 +171,15 @@ impl PlayArgs {
         Ok(Some((s * self.fps).ceil().max(1.0) as u64))
     }
 
+    /// Synthetic frames play 5 seconds unless told otherwise; the count
+    /// is known now, so `--save-frame` past it is refused before playback.
+    /// `None` for a sequence, or a rate `validate` refuses.
+    fn synthetic_frames(&self) -> Option<u64> {
+        let valid = self.fps.is_finite() && self.fps > 0.0;
+        (self.source.is_none() && valid).then(|| (self.fps * 5.0).ceil() as u64)
+    }
+
+    /// The player's options, checked, and the `--save-frame` tick.
     fn options(&self) -> Result<(PlayOptions, Option<u64>), PlayError> {
         let save_tick = match &self.save_frame {
             Some(v) => Some(
@@ -179,7 +194,7 @@ impl PlayArgs {
             fps: self.fps,
             size: self.size,
             output_size: self.output_size,
-            frames: self.frames()?,
+            frames: self.frames()?.or_else(|| self.synthetic_frames()),
             threads: self.threads,
             staging_buffers: self.staging_buffers,
             depth: self.depth,
@@ -276,11 +291,15 @@ fn save_png(summary: &PlaySummary, tick: u64, out: OutFile) -> Result<(), PlayEr
         .map_err(|e| out.error(e))
 }
 
-/// A progress bar on a terminal; a plain line a second elsewhere.
+/// A progress bar on a terminal; elsewhere a plain line at the first
+/// tick, then one a second.
 struct Bar {
     bar: Option<indicatif::ProgressBar>,
     enabled: bool,
-    last_line: std::time::Instant,
+    /// When the last plain line was written; `None` before the first.
+    /// The first goes out at once, so an output that cannot be written
+    /// (a full disk, a closed pipe) stops playback at its first tick.
+    last_line: Option<std::time::Instant>,
     /// Standard output could not be written: playback stops.
     failed: Option<output::OutputError>,
 }
@@ -290,7 +309,7 @@ impl Bar {
         Self {
             bar: None,
             enabled,
-            last_line: std::time::Instant::now(),
+            last_line: None,
             failed: None,
         }
     }
@@ -318,8 +337,12 @@ impl Bar {
             });
             bar.set_position(p.tick);
             bar.set_message(message);
-        } else if self.last_line.elapsed().as_secs_f64() >= 1.0 || p.tick == p.ticks {
-            self.last_line = std::time::Instant::now();
+        } else if self
+            .last_line
+            .is_none_or(|last| last.elapsed() >= std::time::Duration::from_secs(1))
+            || p.tick == p.ticks
+        {
+            self.last_line = Some(std::time::Instant::now());
             // Nobody is reading (a closed pipe) or nothing can be written
             // (a full disk): stop now rather than play on for nobody.
             if let Err(e) = output::println(&format!("tick {}/{}: {message}", p.tick, p.ticks)) {

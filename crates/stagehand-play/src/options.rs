@@ -180,7 +180,7 @@ impl PlayOptions {
         }
         if !(self.read_behind.is_finite() && (0.0..=60.0).contains(&self.read_behind)) {
             return bad(format!(
-                "read-behind {} s: must be from 0 to 60 seconds",
+                "--read-behind {}: must be from 0 to 60 seconds",
                 self.read_behind
             ));
         }
