@@ -124,6 +124,13 @@ pub fn play(
 ) -> Result<PlaySummary, PlayError> {
     options.validate()?;
     let opened = open_feed(gpu, options)?;
+    if let Some(&tick) = options.save_ticks.iter().find(|&&t| t >= opened.total) {
+        return Err(PlayError::InvalidOption(format!(
+            "--save-frame {tick}: playback has only {} ticks (0 to {})",
+            opened.total,
+            opened.total.saturating_sub(1)
+        )));
+    }
     let period = Duration::from_secs_f64(1.0 / options.fps);
     let config = FrameQueueConfig {
         depth: options.depth,
@@ -619,7 +626,7 @@ impl Run<'_> {
     fn ends_pass(&self, tick: u64) -> bool {
         match self.feed {
             Feed::Synthetic(_) => false,
-            Feed::Sequence { sequence, .. } => (tick + 1) % sequence.len() as u64 == 0,
+            Feed::Sequence { sequence, .. } => (tick + 1).is_multiple_of(sequence.len() as u64),
         }
     }
 
