@@ -186,3 +186,113 @@ fn gpu() -> stagehand_gpu::Gpu {
         Err(e) => panic!("tests need a GPU adapter: {e}"),
     }
 }
+
+/// Resident memory of this process, bytes (Linux).
+fn resident() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// A sequence of `n` 8-bit PNG frames of `w` x `h` named `shot.0001.png`...
+fn write_sequence(dir: &Path, n: u64, w: u32, h: u32) {
+    for k in 1..=n {
+        let img = image::RgbaImage::from_raw(w, h, pattern::frame(k, w, h)).unwrap();
+        img.save(dir.join(format!("shot.{k:04}.png"))).unwrap();
+    }
+}
+
+#[test]
+fn the_cache_stays_within_its_budget_and_loops_play_from_it() {
+    let (w, h) = (320, 180);
+    let frame_bytes = u64::from(w * h * 4);
+    let dir = temp_dir("cache-budget");
+    write_sequence(&dir, 12, w, h);
+    let gpu = Arc::new(gpu());
+    let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
+    // Room for three and a half frames of twelve.
+    let budget = frame_bytes * 7 / 2;
+    let small = PlayOptions {
+        source: Some(dir.clone()),
+        fps: 60.0,
+        output_size: (64, 36),
+        looped: true,
+        frames: Some(36),
+        cache_bytes: Some(budget),
+        read_behind: 0.0,
+        mode: stagehand_play::Mode::EveryFrame,
+        ..PlayOptions::default()
+    };
+    let summary = play(&gpu, &engine, &small, |_| ControlFlow::Continue(())).unwrap();
+    let cache = summary.cache.expect("a sequence has a cache");
+    assert!(
+        cache.peak_bytes <= budget,
+        "peak {} over the budget {budget}",
+        cache.peak_bytes
+    );
+    assert_eq!(
+        summary.frames.shown, 36,
+        "every-frame mode shows every frame"
+    );
+    assert!(
+        cache.decoded >= 36 - 3,
+        "a loop that does not fit is decoded again"
+    );
+    // A budget that holds the loop: three passes, one decode per frame.
+    let roomy = PlayOptions {
+        cache_bytes: Some(frame_bytes * 20),
+        preroll: Some(stagehand_play::Preroll::All),
+        ..small
+    };
+    let summary = play(&gpu, &engine, &roomy, |_| ControlFlow::Continue(())).unwrap();
+    let cache = summary.cache.unwrap();
+    assert_eq!(cache.decoded, 12, "each frame decoded once: {cache:?}");
+    assert_eq!(
+        (cache.hits, cache.misses),
+        (36, 0),
+        "every fetch hit: {cache:?}"
+    );
+    assert_eq!(summary.prerolled_frames, 12);
+    assert_eq!(summary.passes.len(), 3);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_cache_gives_its_memory_back_when_playback_ends() {
+    let Some(before) = resident() else {
+        eprintln!(
+            "SKIPPED the_cache_gives_its_memory_back_when_playback_ends: no /proc/self/statm"
+        );
+        return;
+    };
+    let (w, h) = (1024, 576);
+    let dir = temp_dir("cache-memory");
+    write_sequence(&dir, 24, w, h);
+    let gpu = Arc::new(gpu());
+    let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
+    let options = PlayOptions {
+        source: Some(dir.clone()),
+        fps: 240.0,
+        output_size: (64, 36),
+        preroll: Some(stagehand_play::Preroll::All),
+        ..PlayOptions::default()
+    };
+    let baseline = {
+        // A first run settles the GPU's and the allocator's own memory.
+        play(&gpu, &engine, &options, |_| ControlFlow::Continue(())).unwrap();
+        resident().unwrap()
+    };
+    let summary = play(&gpu, &engine, &options, |_| ControlFlow::Continue(())).unwrap();
+    let held = summary.cache.unwrap().peak_bytes;
+    assert_eq!(
+        held,
+        24 * u64::from(w * h * 4),
+        "the whole sequence was cached"
+    );
+    let after = resident().unwrap();
+    assert!(
+        after < baseline + held / 4,
+        "resident {after} after playback, {baseline} before it (first run from {before}); the cache held {held}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

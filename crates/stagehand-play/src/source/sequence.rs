@@ -330,7 +330,22 @@ fn list_folder(folder: &Path) -> Result<Files, PlayError> {
         (Some(a), Some(b)) => a.prefix == b.prefix && a.suffix == b.suffix,
         _ => false,
     };
-    if split.iter().all(|n| same(n, &split[0])) {
+    // One sequence whose frames were saved in more than one format
+    // (`frame_1.png` ... `frame_9.jpg`): the same name before the number,
+    // only an extension after it, and no number twice.
+    let only_extension = |n: &Option<NumberedName<'_>>| {
+        n.is_some_and(|n| n.suffix.starts_with('.') && !n.suffix[1..].contains('.'))
+    };
+    let one_name = split.iter().all(|n| match (n, &split[0]) {
+        (Some(a), Some(b)) => a.prefix == b.prefix,
+        _ => false,
+    });
+    let mut numbers: Vec<i64> = split.iter().flatten().map(|n| n.number).collect();
+    numbers.sort_unstable();
+    let unique = numbers.windows(2).all(|w| w[0] != w[1]);
+    if split.iter().all(|n| same(n, &split[0]))
+        || (one_name && unique && split.iter().all(only_extension))
+    {
         let numbered = split
             .iter()
             .zip(&files)
