@@ -168,11 +168,10 @@ pub fn play(
         )?,
         Feed::Synthetic(_) => Vec::new(),
     };
-    let producer = spawn_producer(&shared, &opened.feed)?;
     let mut run = Run {
         shared: Arc::clone(&shared),
         feed: &opened.feed,
-        producer: Some(producer),
+        producer: None,
         decoders,
         blocked: Vec::new(),
         render: Vec::new(),
@@ -647,8 +646,8 @@ impl Run<'_> {
         }
     }
 
-    /// Fills the cache as asked, then waits for the frame queue's first
-    /// frames, so start-up costs do not count as late or dropped frames.
+    /// Fills the cache as asked, starts the producer, then waits for the
+    /// frame queue's first frames, so start-up costs do not count as late or dropped frames.
     /// Returns the frames the cache held when it ended.
     fn preroll(&mut self, options: &PlayOptions) -> Result<u64, PlayError> {
         let mut held = 0;
@@ -659,15 +658,15 @@ impl Run<'_> {
                 Preroll::All => frames,
             }
             .min(cache.capacity());
-            // Wakes at least every 100 ms to see whether a decode failed.
-            while cache.wait_filled(want, Duration::from_millis(100)) < want {
-                self.check_failed()?;
-                if cache.stats().frames as usize >= want || self.producer_done() {
-                    break;
-                }
-            }
+            // Ends when `want` frames are held, or nothing more will be
+            // decoded (a failed decode is held as its error, and the
+            // producer reports it when it reaches that frame).
+            cache.wait_filled(want, Duration::MAX);
             held = cache.stats().frames;
         }
+        // The producer starts once the cache is filled: what it fetches
+        // from then on are hits.
+        self.producer = Some(spawn_producer(&self.shared, self.feed)?);
         let wanted = options.depth.min(self.shared.total as usize);
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.shared.queue.preroll(wanted, Duration::from_millis(20)) < wanted
