@@ -70,6 +70,10 @@ pub struct PlayArgs {
     /// off). Default: the smaller of 4 GiB and a quarter of RAM.
     #[arg(long, value_parser = parse_bytes)]
     cache: Option<u64>,
+    /// Bytes of landed frames to keep on the device as well (512M, 8G):
+    /// a loop that fits plays with no upload at all. Default 0 (off).
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    gpu_cache: Option<u64>,
     /// Seconds of frames behind the playhead the cache keeps (0 to 60).
     #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
     read_behind: f64,
@@ -205,6 +209,7 @@ impl PlayArgs {
                 exposure: self.exposure,
             },
             cache_bytes: self.cache,
+            gpu_cache_bytes: self.gpu_cache,
             read_behind: self.read_behind,
             mode: self.mode,
             preroll: self.preroll,

@@ -9,6 +9,7 @@
 pub mod cache;
 mod error;
 pub mod format;
+pub mod gpu_cache;
 pub mod options;
 pub mod pattern;
 mod player;
@@ -20,6 +21,7 @@ pub mod testdata;
 pub use cache::{CacheConfig, CacheStats, FrameCache};
 pub use error::PlayError;
 pub use format::{FormatChoice, FormatPlan};
+pub use gpu_cache::GpuCacheStats;
 
 pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
 pub use player::{engine_config, play, wanted_features};

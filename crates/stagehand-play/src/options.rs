@@ -17,6 +17,9 @@ pub const MAX_THREADS: usize = 64;
 pub const MAX_STAGING_BUFFERS: usize = 4;
 /// Most frame-queue slots.
 pub const MAX_DEPTH: usize = 16;
+/// Largest GPU tier: more than any device has today; the device's own
+/// out-of-memory stops the tier growing before that.
+pub const MAX_GPU_CACHE: u64 = 1 << 40;
 /// Largest render target side.
 pub const MAX_OUTPUT_SIDE: u32 = 16_384;
 
@@ -97,6 +100,9 @@ pub struct PlayOptions {
     /// Bytes of decoded frames the cache may hold; `None`: the smaller of
     /// 4 GiB and a quarter of RAM; `Some(0)`: no cache.
     pub cache_bytes: Option<u64>,
+    /// Bytes of landed frames to keep on the device (the GPU tier);
+    /// `None` or `Some(0)`: none.
+    pub gpu_cache_bytes: Option<u64>,
     /// Seconds of frames behind the playhead the cache keeps.
     pub read_behind: f64,
     /// Realtime or every frame.
@@ -125,6 +131,7 @@ impl Default for PlayOptions {
             format: FormatChoice::Auto,
             display: Display::default(),
             cache_bytes: None,
+            gpu_cache_bytes: None,
             read_behind: 0.5,
             mode: Mode::Realtime,
             preroll: None,
@@ -198,6 +205,15 @@ impl PlayOptions {
                 "--cache {}: more than this machine's {} of RAM",
                 stagehand_gpu::diag::human_bytes(bytes),
                 stagehand_gpu::diag::human_bytes(ram)
+            ));
+        }
+        if let Some(bytes) = self.gpu_cache_bytes
+            && bytes > MAX_GPU_CACHE
+        {
+            return bad(format!(
+                "--gpu-cache {}: at most {}",
+                stagehand_gpu::diag::human_bytes(bytes),
+                stagehand_gpu::diag::human_bytes(MAX_GPU_CACHE)
             ));
         }
         if let Some(Preroll::Frames(n)) = self.preroll

@@ -9,6 +9,7 @@
 use crate::PlayError;
 use crate::cache::{CacheConfig, FrameCache};
 use crate::format::{self, FormatPlan};
+use crate::gpu_cache::{GpuCache, Handoff, Residency};
 use crate::options::{Mode, PlayOptions, Preroll};
 use crate::pattern;
 use crate::render::{Renderer, is_display_referred, read_texture};
@@ -92,6 +93,8 @@ struct Counters {
     decoded_frames: AtomicU64,
     gaps: AtomicU64,
     pushed: AtomicU64,
+    /// Ticks the producer left to the GPU tier.
+    left_to_tier: AtomicU64,
 }
 
 /// Everything one run shares between its threads.
@@ -104,6 +107,23 @@ struct Shared {
     mode: Mode,
     texture: wgpu::TextureFormat,
     timeline: Option<Arc<stagehand_gpu::diag::Timeline>>,
+    /// The GPU tier's shared half, when `--gpu-cache` is on.
+    tier: Option<Tier>,
+}
+
+/// What the producer and the render loop share of the GPU tier.
+struct Tier {
+    residency: Arc<Residency>,
+    handoff: Handoff,
+}
+
+/// Where the picture on screen comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Picture {
+    /// A frame-queue slot.
+    Slot(usize),
+    /// A texture of the GPU tier, by sequence position.
+    Tier(usize),
 }
 
 impl Shared {
@@ -148,6 +168,16 @@ pub fn play(
         options.output_size,
         options.display,
     )?;
+    let gpu_cache = match (&opened.feed, options.gpu_cache_bytes) {
+        (Feed::Sequence { sequence, .. }, Some(budget)) if budget > 0 => {
+            Some(GpuCache::new(gpu, &desc, budget, sequence.len())?)
+        }
+        _ => None,
+    };
+    let tier = gpu_cache.as_ref().map(|c| Tier {
+        residency: Arc::clone(c.residency()),
+        handoff: Handoff::new(options.depth * 2),
+    });
     let shared = Arc::new(Shared {
         queue,
         clock: Clock::default(),
@@ -157,6 +187,7 @@ pub fn play(
         mode: options.mode,
         texture: opened.plan.texture,
         timeline: options.timeline.clone(),
+        tier,
     });
     let decoders = match &opened.feed {
         Feed::Sequence { sequence, cache } => spawn_decoders(
@@ -177,6 +208,8 @@ pub fn play(
         render: Vec::new(),
         saved: Vec::new(),
         passes: Vec::new(),
+        gpu_cache,
+        screen: None,
     };
     let result = run.play(gpu, engine, &renderer, options, &mut progress);
     let frames_run = run.stop();
@@ -219,7 +252,8 @@ pub fn play(
         prerolled_frames: prerolled,
         frames_in_range,
         frames,
-        never_pushed: frames_in_range.saturating_sub(pushed),
+        never_pushed: frames_in_range
+            .saturating_sub(pushed + c.left_to_tier.load(Ordering::Relaxed)),
         gaps,
         passes: std::mem::take(&mut run.passes),
         ticks,
@@ -248,6 +282,7 @@ pub fn play(
         } else {
             0.0
         },
+        gpu_cache: run.gpu_cache.as_ref().map(GpuCache::stats),
         cache: match &opened.feed {
             Feed::Sequence { cache, .. } => Some(cache.stats()),
             Feed::Synthetic(_) => None,
@@ -471,7 +506,19 @@ fn spawn_producer(
 }
 
 fn produce(shared: &Shared, feed: &Feed) -> Result<(), PlayError> {
-    let result = (0..shared.total).try_for_each(|k| produce_one(shared, feed, k));
+    let result = (0..shared.total).try_for_each(|k| {
+        produce_one(shared, feed, k)?;
+        if let Some(tier) = &shared.tier {
+            tier.handoff.decided(k + 1);
+        }
+        Ok(())
+    });
+    if result.is_err()
+        && let Some(tier) = &shared.tier
+    {
+        // The render loop must not wait for ticks that will never come.
+        tier.handoff.close();
+    }
     match result {
         // Closed because playback ended: what was not pushed is counted
         // as never pushed.
@@ -509,6 +556,16 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64) -> Result<(), PlayError> {
                 return Ok(());
             }
             cache.set_playhead(pos);
+            if let Some(tier) = &shared.tier
+                && tier.residency.contains(pos)
+            {
+                // On the device already: no decode, no upload.
+                if !tier.handoff.leave_to_tier(k) {
+                    return Err(PlayError::Upload(UploadError::Released));
+                }
+                shared.counters.left_to_tier.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
             let frame: Arc<Frame> = match cache.fetch(pos) {
                 Ok(Ok(frame)) => frame,
                 Ok(Err(e)) => return Err(PlayError::Frame(e)),
@@ -546,6 +603,9 @@ struct Run<'a> {
     render: Vec<f64>,
     saved: Vec<Saved>,
     passes: Vec<PassStats>,
+    gpu_cache: Option<GpuCache>,
+    /// The tick of the frame on screen and where it comes from.
+    screen: Option<(u64, Picture)>,
 }
 
 /// Ticks run, pre-roll seconds, frames pre-rolled, and the staging peak
@@ -582,7 +642,9 @@ impl Run<'_> {
             if self.is_frame(tick) {
                 last_frame_tick = Some(tick);
             }
+            let from_tier = self.tier_tick(tick);
             if shared.mode == Mode::EveryFrame
+                && !from_tier
                 && let Some(want) = last_frame_tick
             {
                 self.wait_for(want)?;
@@ -591,11 +653,11 @@ impl Run<'_> {
                 Mode::Realtime => shared.clock.now().unwrap_or_default(),
                 Mode::EveryFrame => shared.pts(tick),
             };
-            self.tick(gpu, renderer, tick, t, options)?;
+            self.tick(gpu, renderer, tick, t, from_tier, options)?;
             self.sample(gpu, engine, &shared);
             pass.frames += u64::from(self.is_frame(tick));
             if self.ends_pass(tick) {
-                let shown = shared.queue.stats().shown;
+                let shown = self.shown();
                 self.close_pass(&mut pass, shown - shown_before);
                 shown_before = shown;
             }
@@ -615,10 +677,88 @@ impl Run<'_> {
             }
         }
         if pass.frames > 0 {
-            let shown = shared.queue.stats().shown;
+            let shown = self.shown();
             self.close_pass(&mut pass, shown - shown_before);
         }
         Ok((ticks, preroll, prerolled, first_second_peak))
+    }
+
+    /// Frames put on screen so far, from the queue and the GPU tier.
+    fn shown(&self) -> u64 {
+        self.shared.queue.stats().shown + self.gpu_cache.as_ref().map_or(0, |c| c.stats().shown)
+    }
+
+    /// Whether the GPU tier shows tick `tick` (the producer left it to the
+    /// tier). In every-frame mode it first waits for the producer's word.
+    fn tier_tick(&mut self, tick: u64) -> bool {
+        let (Some(tier), Some(cache)) = (&self.shared.tier, &mut self.gpu_cache) else {
+            return false;
+        };
+        if self.shared.mode == Mode::EveryFrame {
+            tier.handoff.wait_decided(tick);
+        }
+        let (mine, passed_over) = tier.handoff.take(tick);
+        cache.count_shown(mine, passed_over);
+        mine
+    }
+
+    /// The position in the sequence of tick `tick`.
+    fn position(&self, tick: u64) -> usize {
+        match self.feed {
+            Feed::Synthetic(_) => 0,
+            Feed::Sequence { sequence, .. } => (tick % sequence.len() as u64) as usize,
+        }
+    }
+
+    /// The picture for tick `tick`: the GPU tier's, or the frame queue's
+    /// at time `t`, never one older than the picture on screen. A frame
+    /// newly shown from the queue is kept in the GPU tier, if it has room.
+    fn pick(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &Renderer,
+        tick: u64,
+        t: Duration,
+        from_tier: bool,
+    ) -> Result<(), PlayError> {
+        if from_tier {
+            self.screen = Some((tick, Picture::Tier(self.position(tick))));
+            return Ok(());
+        }
+        let queue = Arc::clone(&self.shared.queue);
+        if self.gpu_cache.is_some() {
+            // Frames are kept as soon as they land, not when shown, so
+            // the producer finds them on the device as early as it can.
+            for p in queue.landed() {
+                let pos = self.position(p.frame);
+                if let Some(cache) = &mut self.gpu_cache {
+                    cache.store(gpu, renderer, pos, queue.texture(p.slot))?;
+                }
+            }
+        }
+        let Some(p) = queue.present(t) else {
+            return Ok(());
+        };
+        if self.screen.is_none_or(|(f, _)| p.frame > f) {
+            self.screen = Some((p.frame, Picture::Slot(p.slot)));
+            // It may have landed after the look above.
+            let pos = self.position(p.frame);
+            if let Some(cache) = &mut self.gpu_cache {
+                cache.store(gpu, renderer, pos, queue.texture(p.slot))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The bind group and texture of the picture on screen.
+    fn picture<'a>(
+        &'a self,
+        renderer: &'a Renderer,
+    ) -> Option<(&'a wgpu::BindGroup, &'a wgpu::Texture)> {
+        match self.screen?.1 {
+            Picture::Slot(slot) => Some((renderer.slot(slot)?, self.shared.queue.texture(slot))),
+            Picture::Tier(pos) => self.gpu_cache.as_ref()?.get(pos).map(|(t, b)| (b, t)),
+        }
     }
 
     /// Whether tick `tick` is the last of a pass over the sequence.
@@ -718,13 +858,13 @@ impl Run<'_> {
         renderer: &Renderer,
         tick: u64,
         t: Duration,
+        from_tier: bool,
         options: &PlayOptions,
     ) -> Result<(), PlayError> {
-        let queue = &self.shared.queue;
         let t1 = Instant::now();
-        let shown = queue.present(t);
+        self.pick(gpu, renderer, tick, t, from_tier)?;
         let t2 = Instant::now();
-        renderer.draw(gpu, shown.map(|p| p.slot))?;
+        renderer.draw(gpu, self.picture(renderer).map(|(bind, _)| bind))?;
         let t3 = Instant::now();
         self.blocked.push((t2 - t1).as_secs_f64() * 1e3);
         self.render.push((t3 - t2).as_secs_f64() * 1e3);
@@ -734,17 +874,14 @@ impl Run<'_> {
         }
         if options.save_ticks.contains(&tick) {
             let (w, h, rgba) = renderer.read_back(gpu)?;
-            let texels = match shown {
-                Some(p) => read_texture(
-                    gpu,
-                    queue.texture(p.slot),
-                    format::texel_bytes(self.shared.texture) as u32,
-                )?,
+            let texel = format::texel_bytes(self.shared.texture) as u32;
+            let texels = match self.picture(renderer) {
+                Some((_, texture)) => read_texture(gpu, texture, texel)?,
                 None => Vec::new(),
             };
             self.saved.push(Saved {
                 tick,
-                frame: shown.map(|p| p.frame),
+                frame: self.screen.map(|(f, _)| f),
                 size: (w, h),
                 rgba,
                 texels,
@@ -778,6 +915,9 @@ impl Run<'_> {
         if let Feed::Sequence { cache, .. } = self.feed {
             cache.close();
         }
+        if let (Some(tier), Some(cache)) = (&self.shared.tier, &mut self.gpu_cache) {
+            cache.count_passed(tier.handoff.close());
+        }
         let produced = match self.producer.take() {
             Some(handle) => handle
                 .join()
@@ -788,7 +928,14 @@ impl Run<'_> {
         for d in self.decoders.drain(..) {
             let _ = d.join();
         }
-        let frames = self.shared.queue.finish();
+        let mut frames = self.shared.queue.finish();
+        if let Some(cache) = &self.gpu_cache {
+            // Frames the tier showed count as shown; tier ticks the loop
+            // passed over (or never reached), as dropped.
+            let tier = cache.stats();
+            frames.shown += tier.shown;
+            frames.dropped += tier.passed_over;
+        }
         produced.map(|()| frames)
     }
 }

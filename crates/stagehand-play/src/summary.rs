@@ -2,6 +2,7 @@
 
 use crate::cache::CacheStats;
 use crate::format::FormatPlan;
+use crate::gpu_cache::GpuCacheStats;
 use crate::options::Mode;
 use crate::render::Display;
 use serde::Serialize;
@@ -97,10 +98,12 @@ pub struct PlaySummary {
     /// Frames of the sequence the run covered (render ticks less gaps):
     /// `presented + dropped + failed + never_pushed` add up to it.
     pub frames_in_range: u64,
-    /// Frames pushed, shown, dropped, late, failed.
+    /// Frames pushed (uploaded), shown (from the frame queue and the GPU
+    /// tier), dropped, late, failed.
     pub frames: FrameStats,
     /// Frames never pushed: the producer fell behind the clock (realtime
-    /// skips them) or playback ended first.
+    /// skips them) or playback ended first. Frames the GPU tier showed
+    /// were not pushed either, and are not counted here.
     pub never_pushed: u64,
     /// Ticks that fell on a gap in the sequence (the previous frame held).
     pub gaps: u64,
@@ -131,6 +134,8 @@ pub struct PlaySummary {
     pub upload_bandwidth: f64,
     /// The frame cache; `None` for synthetic frames.
     pub cache: Option<CacheStats>,
+    /// The GPU tier of the cache; `None` without `--gpu-cache`.
+    pub gpu_cache: Option<GpuCacheStats>,
     /// Highest bytes the staging pool held.
     pub peak_staging: u64,
     /// Highest texture bytes alive.
@@ -254,6 +259,19 @@ impl PlaySummary {
                     c.evicted,
                     human_bytes(c.peak_bytes),
                     human_bytes(c.budget)
+                )),
+            ));
+        }
+        if let Some(g) = &self.gpu_cache {
+            fields.push((
+                "gpu cache".into(),
+                Cell::text(format!(
+                    "{} frames ({} of {}), {} shown with no upload, {} passed over",
+                    g.frames,
+                    human_bytes(g.bytes),
+                    human_bytes(g.budget),
+                    g.shown,
+                    g.passed_over
                 )),
             ));
         }

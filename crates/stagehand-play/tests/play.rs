@@ -296,3 +296,54 @@ fn the_cache_gives_its_memory_back_when_playback_ends() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_loop_that_fits_the_gpu_cache_plays_later_passes_with_no_upload() {
+    let (w, h) = (192, 108);
+    let dir = temp_dir("gpu-cache");
+    write_sequence(&dir, 8, w, h);
+    let gpu = Arc::new(gpu());
+    let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
+    let options = PlayOptions {
+        source: Some(dir.clone()),
+        fps: 60.0,
+        output_size: (w, h),
+        looped: true,
+        frames: Some(32),
+        gpu_cache_bytes: Some(u64::from(w * h * 4) * 16),
+        mode: stagehand_play::Mode::EveryFrame,
+        save_ticks: vec![3, 13, 22, 31],
+        ..PlayOptions::default()
+    };
+    let summary = play(&gpu, &engine, &options, |_| ControlFlow::Continue(())).unwrap();
+    let tier = summary.gpu_cache.expect("the GPU tier is on");
+    assert_eq!(tier.frames, 8, "every frame of the loop is on the device");
+    assert_eq!(summary.frames.pushed, 8, "only the first pass uploads: {summary:?}");
+    assert_eq!(tier.shown, 24, "three passes shown from the device");
+    let f = summary.frames;
+    assert_eq!(
+        f.shown + f.dropped + f.failed + summary.never_pushed,
+        summary.frames_in_range,
+        "{summary:?}"
+    );
+    for saved in &summary.saved {
+        let k = saved
+            .frame
+            .expect("every-frame mode has a frame at each tick");
+        assert_eq!(k, saved.tick, "every-frame mode shows frame k at tick k");
+        let drawn = pattern::read_frame_number(&saved.rgba, saved.size.0, saved.size.1);
+        assert_eq!(
+            drawn,
+            k % 8 + 1,
+            "tick {} drew shot.{:04}",
+            saved.tick,
+            drawn
+        );
+        let source = pattern::frame(k % 8 + 1, w, h);
+        assert_eq!(
+            saved.texels, source,
+            "the device copy holds the frame exactly"
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

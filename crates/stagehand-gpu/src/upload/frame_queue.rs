@@ -478,6 +478,28 @@ impl FrameQueue {
         state.ready()
     }
 
+    /// The frames landed and waiting to be shown, with their slots. A
+    /// slot's texture holds its frame until a later `present` replaces or
+    /// drops it, so work the caller queues on the device before its next
+    /// `present` (a copy to keep the frame) reads the frame.
+    pub fn landed(&self) -> Vec<Presented> {
+        let mut state = self.state.lock();
+        state.settle();
+        state
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, s)| match s {
+                Slot::Ready { frame, pts } => Some(Presented {
+                    frame: *frame,
+                    pts: *pts,
+                    slot,
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Waits until frame `frame` has landed or is on screen (or a later
     /// one has while `frame` is not on its way), for a player that shows
     /// every frame rather than dropping late ones. Wakes as soon as an upload ends, not on a polling period.

@@ -19,6 +19,8 @@ pub const OUTPUT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 /// Draws frame-queue slots into the output target.
 pub struct Renderer {
     pipeline: Tracked<wgpu::RenderPipeline>,
+    layout: Tracked<wgpu::BindGroupLayout>,
+    sampler: Tracked<wgpu::Sampler>,
     /// One bind group per frame-queue slot.
     binds: Vec<Tracked<wgpu::BindGroup>>,
     params: Tracked<wgpu::Buffer>,
@@ -130,30 +132,54 @@ impl Renderer {
         })?;
         gpu.queue()
             .write_buffer(&params, 0, &display.params(!is_display_referred(format)));
-        let binds = (0..queue.depth())
-            .map(|slot| {
-                let view = queue.texture(slot).create_view(&Default::default());
-                device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("play frame"),
-                    layout: &layout,
-                    entries: &[
-                        wgpu::BindGroupEntry {
-                            binding: 0,
-                            resource: wgpu::BindingResource::TextureView(&view),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: wgpu::BindingResource::Sampler(&sampler),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 2,
-                            resource: params.as_entire_binding(),
-                        },
-                    ],
-                })
-            })
+        let output = Self::target(gpu, size)?;
+        let output_view = device.create_texture_view(&output, &Default::default())?;
+        let mut renderer = Self {
+            pipeline,
+            layout,
+            sampler,
+            binds: Vec::new(),
+            params,
+            output,
+            output_view,
+            frame_size,
+        };
+        renderer.binds = (0..queue.depth())
+            .map(|slot| renderer.bind(gpu, queue.texture(slot)))
             .collect::<Result<Vec<_>>>()?;
-        let output = device.create_texture(&wgpu::TextureDescriptor {
+        Ok(renderer)
+    }
+
+    /// A bind group that draws `texture` (a frame like the queue's).
+    pub fn bind(&self, gpu: &Gpu, texture: &wgpu::Texture) -> Result<Tracked<wgpu::BindGroup>> {
+        let view = texture.create_view(&Default::default());
+        gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("play frame"),
+            layout: &self.layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: wgpu::BindingResource::TextureView(&view),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: wgpu::BindingResource::Sampler(&self.sampler),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: self.params.as_entire_binding(),
+                },
+            ],
+        })
+    }
+
+    /// The bind group of frame-queue slot `slot`.
+    pub fn slot(&self, slot: usize) -> Option<&wgpu::BindGroup> {
+        self.binds.get(slot).map(|b| &**b)
+    }
+
+    fn target(gpu: &Gpu, size: (u32, u32)) -> Result<Tracked<wgpu::Texture>> {
+        gpu.device().create_texture(&wgpu::TextureDescriptor {
             label: Some("play output"),
             size: wgpu::Extent3d {
                 width: size.0,
@@ -166,15 +192,6 @@ impl Renderer {
             format: OUTPUT_FORMAT,
             usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
             view_formats: &[],
-        })?;
-        let output_view = device.create_texture_view(&output, &Default::default())?;
-        Ok(Self {
-            pipeline,
-            binds,
-            params,
-            output,
-            output_view,
-            frame_size,
         })
     }
 
@@ -185,8 +202,9 @@ impl Renderer {
             .write_buffer(&self.params, 0, &display.params(scene_linear));
     }
 
-    /// Draws `slot` (or clears, before the first frame) and submits.
-    pub fn draw(&self, gpu: &Gpu, slot: Option<usize>) -> Result<()> {
+    /// Draws the frame `bind` shows (or clears, before the first frame)
+    /// and submits.
+    pub fn draw(&self, gpu: &Gpu, bind: Option<&wgpu::BindGroup>) -> Result<()> {
         let mut encoder = gpu.device().create_command_encoder(&Default::default())?;
         {
             let attachment = wgpu::RenderPassColorAttachment {
@@ -204,12 +222,12 @@ impl Renderer {
                 ..Default::default()
             };
             let mut pass = encoder.begin_render_pass(&desc);
-            if let Some(bind) = slot.and_then(|s| self.binds.get(s)) {
+            if let Some(bind) = bind {
                 let target = (self.output.width(), self.output.height());
                 let (x, y, w, h) = letterbox(self.frame_size, target);
                 pass.set_viewport(x, y, w, h, 0.0, 1.0);
                 pass.set_pipeline(&self.pipeline);
-                pass.set_bind_group(0, Some(&**bind), &[]);
+                pass.set_bind_group(0, Some(bind), &[]);
                 pass.draw(0..3, 0..1);
             }
         }
