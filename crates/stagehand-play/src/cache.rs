@@ -81,6 +81,12 @@ pub struct CacheStats {
     pub evicted: u64,
     /// Frames handed over without being retained (they did not fit).
     pub passed_through: u64,
+    /// Bytes of decoded frames waiting to be handed over outside the
+    /// budget: the next frame, when the budget is smaller than a frame or
+    /// everything held is more useful.
+    pub aside_bytes: u64,
+    /// Most bytes held and set aside together.
+    pub peak_total_bytes: u64,
     /// Frames held now.
     pub frames: u64,
     /// Bytes held now.
@@ -114,6 +120,9 @@ struct State {
     /// Positions being decoded.
     claimed: HashSet<usize>,
     playhead: usize,
+    /// The position the player last fetched: decoders do not decode it
+    /// again for the same pass.
+    consumed: Option<usize>,
     stats: CacheStats,
     closed: bool,
 }
@@ -156,6 +165,7 @@ impl FrameCache {
                 aside: HashMap::new(),
                 claimed: HashSet::new(),
                 playhead: 0,
+                consumed: None,
                 stats: CacheStats {
                     budget: config.budget,
                     ..CacheStats::default()
@@ -208,10 +218,20 @@ impl FrameCache {
     pub fn set_playhead(&self, pos: usize) {
         let mut state = self.state.lock();
         state.playhead = pos.min(self.len.saturating_sub(1));
-        // Frames set aside for positions now behind will never be fetched.
-        let playhead = state.playhead;
-        let looped = self.config.looped;
-        state.aside.retain(|&p, _| looped || p >= playhead);
+        // Frames set aside for positions now behind (or, looping, a whole
+        // pass away) will not be fetched soon: let them go.
+        let near = self.window(&state) + self.config.hand_over;
+        let stale: Vec<usize> = state
+            .aside
+            .keys()
+            .copied()
+            .filter(|&p| !matches!(self.place(state.playhead, p), Place::Ahead(d) if d <= near))
+            .collect();
+        for p in stale {
+            if let Some(frame) = state.aside.remove(&p) {
+                state.stats.aside_bytes -= Self::bytes_of(&frame);
+            }
+        }
         drop(state);
         self.changed.notify_all();
     }
@@ -233,35 +253,56 @@ impl FrameCache {
         }
     }
 
-    /// The most useful position neither held, set aside nor claimed, within
-    /// what the budget (or, without room, the hand-over) allows ahead.
-    fn wanted(&self, state: &State) -> Option<usize> {
-        // How far ahead decoding may run: the frames the budget holds less
-        // the read-behind frames it keeps, or the hand-over room.
+    /// How many frames ahead of the playhead decoding may run: the
+    /// frames the budget holds less the read-behind frames it keeps, or the
+    /// hand-over room when the budget holds less than that.
+    fn window(&self, state: &State) -> usize {
         let behind_held = state
             .held
             .keys()
             .filter(|&&p| matches!(self.place(state.playhead, p), Place::Behind(_)))
             .count();
         let room = self.capacity().saturating_sub(behind_held);
-        let window = room.max(self.config.hand_over).min(self.len);
-        let aside_full = state.aside.len() >= self.config.hand_over;
-        (0..window)
-            .map(|d| {
-                if self.config.looped {
-                    (state.playhead + d) % self.len
-                } else {
-                    state.playhead + d
-                }
-            })
-            .take_while(|&p| p < self.len)
-            .find(|p| {
-                !self.skip.contains(p)
-                    && !state.held.contains_key(p)
-                    && !state.aside.contains_key(p)
-                    && !state.claimed.contains(p)
-            })
-            .filter(|&p| !aside_full || self.fits(state, p))
+        if self.capacity() == 0 {
+            self.config.hand_over
+        } else {
+            room.max(1)
+        }
+    }
+
+    /// The most useful position neither held, set aside nor claimed, among
+    /// the next [`window`](Self::window) frames ahead (gaps not counted).
+    /// The frame the player needs next is always wanted; a frame after it
+    /// only if it would be retained, or, when the budget holds no frame,
+    /// while the hand-over has room.
+    fn wanted(&self, state: &State) -> Option<usize> {
+        let window = self.window(state);
+        let start = usize::from(state.consumed == Some(state.playhead));
+        let aside_room = self.capacity() == 0 && state.aside.len() < self.config.hand_over;
+        let mut frames = 0;
+        for d in start..self.len {
+            let p = if self.config.looped {
+                (state.playhead + d) % self.len
+            } else {
+                state.playhead + d
+            };
+            if p >= self.len || frames >= window {
+                return None;
+            }
+            if self.skip.contains(&p) {
+                continue;
+            }
+            frames += 1;
+            let taken = state.held.contains_key(&p)
+                || state.aside.contains_key(&p)
+                || state.claimed.contains(&p);
+            if taken {
+                continue;
+            }
+            let next = frames == 1;
+            return (next || aside_room || self.fits(state, p)).then_some(p);
+        }
+        None
     }
 
     /// Whether a frame at `pos` would be retained (room now, or less
@@ -346,8 +387,13 @@ impl FrameCache {
             state.stats.peak_bytes = state.stats.peak_bytes.max(state.stats.bytes);
             state.held.insert(pos, frame);
         } else {
-            state.aside.insert(pos, frame);
+            state.stats.aside_bytes += need;
+            if let Some(old) = state.aside.insert(pos, frame) {
+                state.stats.aside_bytes -= Self::bytes_of(&old);
+            }
         }
+        let total = state.stats.bytes + state.stats.aside_bytes;
+        state.stats.peak_total_bytes = state.stats.peak_total_bytes.max(total);
         state.stats.frames = state.held.len() as u64;
         kept
     }
@@ -362,14 +408,25 @@ impl FrameCache {
         } else {
             state.stats.misses += 1;
         }
+        drop(state);
+        // Room in the hand-over, or the next position, may now be wanted.
+        self.changed.notify_all();
         found
     }
 
+    /// Hands out the frame at `pos`, marking it consumed.
     fn take(state: &mut State, pos: usize) -> Option<Decoded> {
-        if let Some(f) = state.held.get(&pos) {
-            return Some(f.clone());
-        }
-        state.aside.remove(&pos)
+        let found = match state.held.get(&pos) {
+            Some(f) => Some(f.clone()),
+            None => {
+                let f = state.aside.remove(&pos)?;
+                state.stats.aside_bytes -= Self::bytes_of(&f);
+                state.stats.passed_through += 1;
+                Some(f)
+            }
+        };
+        state.consumed = Some(pos);
+        found
     }
 
     /// The frame at `pos`, waiting for its decode: a hit if it was already
@@ -387,6 +444,8 @@ impl FrameCache {
                 } else {
                     state.stats.hits += 1;
                 }
+                drop(state);
+                self.changed.notify_all();
                 return Ok(found);
             }
             missed = true;
@@ -430,6 +489,7 @@ impl FrameCache {
         state.held.clear();
         state.aside.clear();
         state.stats.bytes = 0;
+        state.stats.aside_bytes = 0;
         state.stats.frames = 0;
         drop(state);
         self.changed.notify_all();
@@ -559,5 +619,120 @@ mod tests {
         c.close();
         assert_eq!(waiter.join().unwrap(), None);
         assert_eq!(c.stats().bytes, 0, "close lets every frame go");
+    }
+
+    /// Decoders and a player over `cache` for `ticks` ticks of `len`
+    /// positions, looping; returns the fetches done within 10 s.
+    fn play_through(cache: Arc<FrameCache>, len: usize, ticks: usize) -> usize {
+        let decoders: Vec<_> = (0..2)
+            .map(|_| {
+                let cache = Arc::clone(&cache);
+                std::thread::spawn(move || {
+                    while let Some(pos) = cache.claim() {
+                        cache.complete(pos, Ok(frame(pos as u8)));
+                    }
+                })
+            })
+            .collect();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let player = {
+            let cache = Arc::clone(&cache);
+            std::thread::spawn(move || {
+                for k in 0..ticks {
+                    cache.set_playhead(k % len);
+                    if cache.fetch(k % len).is_err() {
+                        return;
+                    }
+                    let _ = done_tx.send(());
+                }
+            })
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut fetched = 0;
+        while fetched < ticks {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if done_rx.recv_timeout(left).is_err() {
+                break;
+            }
+            fetched += 1;
+        }
+        cache.close();
+        player.join().unwrap();
+        for d in decoders {
+            d.join().unwrap();
+        }
+        fetched
+    }
+
+    #[test]
+    fn a_cache_smaller_than_a_frame_loops_without_stalling_or_decoding_twice() {
+        let config = CacheConfig {
+            budget: 0,
+            read_behind: 0,
+            looped: true,
+            hand_over: 3,
+        };
+        let cache = Arc::new(FrameCache::new(config, 100, HashSet::new(), 4));
+        let fetched = play_through(Arc::clone(&cache), 100, 300);
+        assert_eq!(
+            fetched,
+            300,
+            "the player got every frame: {:?}",
+            cache.stats()
+        );
+        let s = cache.stats();
+        assert!(s.decoded <= 300 + 3, "each fetch decoded about once: {s:?}");
+        assert_eq!(s.peak_bytes, 0, "nothing retained");
+        assert!(
+            s.peak_total_bytes <= 3 * 4,
+            "the hand-over stays bounded: {s:?}"
+        );
+    }
+
+    #[test]
+    fn a_cache_that_holds_the_loop_decodes_each_frame_once() {
+        let config = CacheConfig {
+            budget: 10 * 4,
+            read_behind: 0,
+            looped: true,
+            hand_over: 3,
+        };
+        let cache = Arc::new(FrameCache::new(config, 10, HashSet::new(), 4));
+        assert_eq!(play_through(Arc::clone(&cache), 10, 100), 100);
+        let s = cache.stats();
+        assert_eq!(s.decoded, 10, "{s:?}");
+        assert!(
+            s.peak_total_bytes <= s.budget + 4,
+            "within a frame of the budget: {s:?}"
+        );
+    }
+
+    #[test]
+    fn gaps_do_not_shrink_how_far_ahead_decoding_runs() {
+        // 20 positions on twos: 10 frames, and a budget for all of them.
+        let gaps: HashSet<usize> = (0..20).filter(|p| p % 2 == 1).collect();
+        let config = CacheConfig {
+            budget: 10 * 4,
+            read_behind: 0,
+            looped: false,
+            hand_over: 3,
+        };
+        let cache = Arc::new(FrameCache::new(config, 20, gaps, 4));
+        let decoder = {
+            let cache = Arc::clone(&cache);
+            std::thread::spawn(move || {
+                while let Some(pos) = cache.claim() {
+                    cache.complete(pos, Ok(frame(pos as u8)));
+                }
+            })
+        };
+        assert_eq!(
+            cache.wait_filled(10, Duration::from_secs(10)),
+            10,
+            "{:?}",
+            cache.stats()
+        );
+        cache.close();
+        decoder.join().unwrap();
     }
 }
