@@ -186,9 +186,12 @@ fn split_number(name: &str) -> Option<NumberedName<'_>> {
     };
     let stem = &name[..stem_end];
     let end = stem.rfind(|c: char| c.is_ascii_digit())? + 1;
+    // Just past the last character that is not a digit (which may take
+    // more than one byte: `カット0001.png`).
     let start = stem[..end]
-        .rfind(|c: char| !c.is_ascii_digit())
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rfind(|&(_, c)| !c.is_ascii_digit())
+        .map_or(0, |(i, c)| i + c.len_utf8());
     let digits = &name[start..end];
     Some(NumberedName {
         prefix: &name[..start],
@@ -555,6 +558,13 @@ mod tests {
 
     fn split(name: &str) -> Option<(&str, &str, &str, i64)> {
         split_number(name).map(|n| (n.prefix, n.digits, n.suffix, n.number))
+    }
+
+    #[test]
+    fn names_with_characters_of_several_bytes_split_at_their_digits() {
+        assert_eq!(split("カット0001.png"), Some(("カット", "0001", ".png", 1)));
+        assert_eq!(split("plate_é12.exr"), Some(("plate_é", "12", ".exr", 12)));
+        assert_eq!(split("été.exr"), None);
     }
 
     #[test]
