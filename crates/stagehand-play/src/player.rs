@@ -12,7 +12,7 @@ use crate::format::{self, FormatPlan};
 use crate::gpu_cache::{GpuCache, Handoff, Residency};
 use crate::options::{Mode, PlayOptions, Preroll};
 use crate::pattern;
-use crate::render::{Renderer, is_display_referred, read_texture};
+use crate::render::{Renderer, read_texture};
 use crate::source::{self, Frame, FrameInfo, SampleType, Sequence};
 use crate::summary::{Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
 use parking_lot::Mutex;
@@ -160,14 +160,15 @@ pub fn play(
     };
     let desc = texture_desc(opened.size, opened.plan.texture);
     let queue = Arc::new(FrameQueue::new(engine, &desc, config)?);
-    let display = (!is_display_referred(opened.plan.texture)).then_some(options.display);
-    let renderer = Renderer::new(
-        gpu,
-        &queue,
-        opened.size,
-        options.output_size,
-        options.display,
-    )?;
+    // Float sources are scene-linear, whatever texture holds them; integer
+    // sources are display-referred and drawn as stored.
+    let display = opened
+        .plan
+        .source
+        .sample
+        .is_float()
+        .then_some(options.display);
+    let renderer = Renderer::new(gpu, &queue, opened.size, options.output_size, display)?;
     let gpu_cache = match (&opened.feed, options.gpu_cache_bytes) {
         (Feed::Sequence { sequence, .. }, Some(budget)) if budget > 0 => {
             Some(GpuCache::new(gpu, &desc, budget, sequence.len())?)
@@ -361,6 +362,17 @@ fn open_feed(gpu: &Gpu, options: &PlayOptions) -> Result<Opened, PlayError> {
     for path in sequence.entries.iter().filter_map(|e| e.path.as_deref()) {
         let got = source::probe(path)?;
         check_size(path, &first_info, &got)?;
+        if got.sample.is_float() != first_info.sample.is_float() {
+            return Err(PlayError::Unsupported {
+                path: path.to_owned(),
+                reason: format!(
+                    "it is {} but {} is {}: a sequence is scene-linear or display-referred, not both",
+                    kind_of(got.sample),
+                    first.display(),
+                    kind_of(first_info.sample)
+                ),
+            });
+        }
         if precision(got.sample) > precision(info.sample) {
             info = got;
         }
@@ -412,6 +424,14 @@ fn check_size(path: &Path, expected: &FrameInfo, got: &FrameInfo) -> Result<(), 
         });
     }
     Ok(())
+}
+
+fn kind_of(sample: SampleType) -> &'static str {
+    if sample.is_float() {
+        "scene-linear (float)"
+    } else {
+        "display-referred (integer)"
+    }
 }
 
 /// Orders sample types by how much they hold.

@@ -44,8 +44,15 @@ pub struct Display {
 pub(super) const PARAMS_BYTES: u64 = 16;
 
 impl Display {
-    /// The shader's parameter block.
-    pub(super) fn params(&self, scene_linear: bool) -> [u8; PARAMS_BYTES as usize] {
+    /// The shader's parameter block for `display` (`None`: draw as stored).
+    pub(super) fn params_of(display: Option<Display>) -> [u8; PARAMS_BYTES as usize] {
+        match display {
+            Some(d) => d.params(true),
+            None => Display::default().params(false),
+        }
+    }
+
+    fn params(&self, scene_linear: bool) -> [u8; PARAMS_BYTES as usize] {
         let transfer: u32 = match self.transfer {
             Transfer::Srgb => 0,
             Transfer::Rec709 => 1,

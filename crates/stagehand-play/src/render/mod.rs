@@ -32,13 +32,14 @@ pub struct Renderer {
 
 impl Renderer {
     /// A renderer for `queue`'s slots (frames of `frame_size`) into a
-    /// target of `size`, with `display` for scene-linear sources.
+    /// target of `size`. `display` is the transform for scene-linear
+    /// sources; `None` draws display-referred sources as they are stored.
     pub fn new(
         gpu: &Gpu,
         queue: &FrameQueue,
         frame_size: (u32, u32),
         size: (u32, u32),
-        display: Display,
+        display: Option<Display>,
     ) -> Result<Self> {
         let device = gpu.device();
         let format = queue.texture(0).format();
@@ -131,7 +132,7 @@ impl Renderer {
             mapped_at_creation: false,
         })?;
         gpu.queue()
-            .write_buffer(&params, 0, &display.params(!is_display_referred(format)));
+            .write_buffer(&params, 0, &Display::params_of(display));
         let output = Self::target(gpu, size)?;
         let output_view = device.create_texture_view(&output, &Default::default())?;
         let mut renderer = Self {
@@ -197,9 +198,9 @@ impl Renderer {
 
     /// Changes the display transform (exposure, transfer function) for the
     /// draws that follow.
-    pub fn set_display(&self, gpu: &Gpu, display: Display, scene_linear: bool) {
+    pub fn set_display(&self, gpu: &Gpu, display: Option<Display>) {
         gpu.queue()
-            .write_buffer(&self.params, 0, &display.params(scene_linear));
+            .write_buffer(&self.params, 0, &Display::params_of(display));
     }
 
     /// Draws the frame `bind` shows (or clears, before the first frame)
@@ -242,23 +243,16 @@ impl Renderer {
     }
 }
 
-/// Whether frames in `format` are display-referred (integers: drawn as
-/// they are) rather than scene-linear (floats: through the transform).
-pub fn is_display_referred(format: wgpu::TextureFormat) -> bool {
-    !matches!(
-        format,
-        wgpu::TextureFormat::Rgba16Float | wgpu::TextureFormat::Rgba32Float
-    )
-}
-
 /// The viewport that fits a `frame`-sized picture into `target` with its
 /// aspect ratio kept, centred: x, y, width, height in pixels.
 pub fn letterbox(frame: (u32, u32), target: (u32, u32)) -> (f32, f32, f32, f32) {
     let (fw, fh) = (f64::from(frame.0.max(1)), f64::from(frame.1.max(1)));
     let (tw, th) = (f64::from(target.0), f64::from(target.1));
     let scale = (tw / fw).min(th / fh);
-    // Whole pixels, so a frame drawn at its own size maps texel to pixel.
-    let (w, h) = ((fw * scale).round(), (fh * scale).round());
+    // Whole pixels, so a frame drawn at its own size maps texel to pixel;
+    // never zero (a viewport must have an area).
+    let w = (fw * scale).round().clamp(1.0, tw.max(1.0));
+    let h = (fh * scale).round().clamp(1.0, th.max(1.0));
     let (x, y) = (((tw - w) / 2.0).floor(), ((th - h) / 2.0).floor());
     (x as f32, y as f32, w as f32, h as f32)
 }
@@ -283,5 +277,7 @@ mod tests {
             letterbox((640, 480), (1920, 1080)),
             (240.0, 0.0, 1440.0, 1080.0)
         );
+        // A sliver keeps at least a pixel.
+        assert_eq!(letterbox((10_000, 10), (64, 36)).3, 1.0);
     }
 }
