@@ -162,6 +162,11 @@ impl PlayArgs {
     /// Frames to play: `--frames`, or `--seconds` at `--fps` rounded up;
     /// a duration that is not positive and finite is refused.
     fn frames(&self) -> Result<Option<u64>, PlayError> {
+        if self.looped && self.seconds.is_none() && self.frames.is_none() {
+            return Err(PlayError::InvalidOption(
+                "--loop needs --seconds or --frames: playback without a window has to end".into(),
+            ));
+        }
         let Some(s) = self.seconds else {
             return Ok(self.frames);
         };

@@ -228,11 +228,6 @@ impl GpuCache {
         self.stats.passed_over += passed_over;
     }
 
-    /// Counts tier ticks the run ended before drawing.
-    pub fn count_passed(&mut self, passed_over: u64) {
-        self.stats.passed_over += passed_over;
-    }
-
     /// Keeps a copy of `from` (a frame-queue slot on screen, so nothing
     /// writes it until the next frame replaces it) as position `pos`, if
     /// the budget has room. The copy is queued on the device ahead of any

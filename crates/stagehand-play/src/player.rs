@@ -84,6 +84,10 @@ impl Clock {
     }
 }
 
+/// Pushes remembered by tick: more than the producer can run ahead of the
+/// render loop (the frame queue's slots and the GPU tier's hand-off bound it).
+const RECENT_PUSHES: usize = 4 * crate::options::MAX_DEPTH + 8;
+
 /// What the producer and decoders count.
 #[derive(Default)]
 struct Counters {
@@ -91,7 +95,9 @@ struct Counters {
     decode_nanos: AtomicU64,
     decoded_bytes: AtomicU64,
     decoded_frames: AtomicU64,
-    gaps: AtomicU64,
+    /// The last ticks pushed, newest last: pushes past the ticks the
+    /// render loop ran (it stopped early) are not counted in the summary.
+    recent_pushes: Mutex<std::collections::VecDeque<u64>>,
     pushed: AtomicU64,
     /// Ticks the producer left to the GPU tier.
     left_to_tier: AtomicU64,
@@ -177,7 +183,7 @@ pub fn play(
     };
     let tier = gpu_cache.as_ref().map(|c| Tier {
         residency: Arc::clone(c.residency()),
-        handoff: Handoff::new(options.depth * 2),
+        handoff: Handoff::new(options.depth),
     });
     let shared = Arc::new(Shared {
         queue,
@@ -211,6 +217,8 @@ pub fn play(
         passes: Vec::new(),
         gpu_cache,
         screen: None,
+        gaps: 0,
+        tier_leftover: 0,
     };
     let result = run.play(gpu, engine, &renderer, options, &mut progress);
     let frames_run = run.stop();
@@ -227,9 +235,24 @@ pub fn play(
         * format::texel_bytes(opened.plan.texture) as u64;
     let decoded = c.decode_nanos.load(Ordering::Relaxed) as f64 / 1e9;
     let peak_now = engine.staging_pool().stats().peak_held;
-    let gaps = c.gaps.load(Ordering::Relaxed);
+    // What the render loop ran: pushes (and ticks left to the GPU tier)
+    // past its last tick do not count, and neither do frames they made.
+    let gaps = run.gaps;
     let frames_in_range = ticks.saturating_sub(gaps);
-    let pushed = c.pushed.load(Ordering::Relaxed);
+    let beyond = c
+        .recent_pushes
+        .lock()
+        .iter()
+        .filter(|&&k| k >= ticks)
+        .count() as u64;
+    let pushed = c.pushed.load(Ordering::Relaxed) - beyond;
+    let mut frames = frames;
+    frames.pushed = frames.pushed.saturating_sub(beyond);
+    frames.dropped = frames.dropped.saturating_sub(beyond);
+    let left_to_tier = c
+        .left_to_tier
+        .load(Ordering::Relaxed)
+        .saturating_sub(run.tier_leftover);
     let source_numbers = |k: u64| match &opened.feed {
         Feed::Sequence { sequence, .. } => {
             let pos = (k % sequence.len() as u64) as usize;
@@ -253,8 +276,7 @@ pub fn play(
         prerolled_frames: prerolled,
         frames_in_range,
         frames,
-        never_pushed: frames_in_range
-            .saturating_sub(pushed + c.left_to_tier.load(Ordering::Relaxed)),
+        never_pushed: frames_in_range.saturating_sub(pushed + left_to_tier),
         gaps,
         passes: std::mem::take(&mut run.passes),
         ticks,
@@ -470,40 +492,73 @@ fn spawn_decoders(
     threads: usize,
     shared: &Arc<Shared>,
 ) -> Result<Vec<JoinHandle<()>>, PlayError> {
-    (0..threads)
-        .map(|id| {
-            let (sequence, cache, shared) =
-                (Arc::clone(sequence), Arc::clone(cache), Arc::clone(shared));
-            std::thread::Builder::new()
-                .name(format!("decode {id}"))
-                .spawn(move || {
-                    while let Some(pos) = cache.claim() {
-                        let Some(path) = sequence.entries[pos].path.as_deref() else {
-                            continue;
-                        };
-                        let start = Instant::now();
-                        let frame = source::decode(path).and_then(|f| {
-                            check_size(path, &expected, &f.info)?;
-                            Ok(f)
-                        });
-                        let end = Instant::now();
-                        let c = &shared.counters;
-                        c.decode_nanos
-                            .fetch_add((end - start).as_nanos() as u64, Ordering::Relaxed);
-                        if let Ok(f) = &frame {
-                            c.decoded_bytes
-                                .fetch_add(f.info.bytes() as u64, Ordering::Relaxed);
-                            c.decoded_frames.fetch_add(1, Ordering::Relaxed);
-                        }
-                        if let Some(t) = &shared.timeline {
-                            t.span(format!("decode {id}"), "decode", start, end);
-                        }
-                        cache.complete(pos, frame);
-                    }
+    let mut handles = Vec::with_capacity(threads);
+    for id in 0..threads {
+        let (sequence, cache2, shared) =
+            (Arc::clone(sequence), Arc::clone(cache), Arc::clone(shared));
+        let spawned = std::thread::Builder::new()
+            .name(format!("decode {id}"))
+            .spawn(move || decode_loop(id, &sequence, &cache2, expected, &shared));
+        match spawned {
+            Ok(handle) => handles.push(handle),
+            Err(e) => {
+                // The decoders already started stop, and let their frames go.
+                cache.close();
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(PlayError::InvalidOption(format!(
+                    "cannot start a decode thread: {e}"
+                )));
+            }
+        }
+    }
+    Ok(handles)
+}
+
+/// One decoder: claims the most useful position the cache wants, decodes
+/// it and hands it in, until the cache closes. A decoder that panics on a
+/// file hands in an error for it, so nobody waits for that frame.
+fn decode_loop(
+    id: usize,
+    sequence: &Sequence,
+    cache: &FrameCache,
+    expected: FrameInfo,
+    shared: &Shared,
+) {
+    while let Some(pos) = cache.claim() {
+        let start = Instant::now();
+        let frame = match sequence.entries[pos].path.as_deref() {
+            None => Err(PlayError::InvalidOption(format!(
+                "position {pos} of the sequence is a gap"
+            ))),
+            Some(path) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                source::decode(path).and_then(|f| {
+                    check_size(path, &expected, &f.info)?;
+                    Ok(f)
                 })
-                .map_err(|e| PlayError::InvalidOption(format!("cannot start a decode thread: {e}")))
-        })
-        .collect()
+            }))
+            .unwrap_or_else(|_| {
+                Err(PlayError::Decode {
+                    path: path.to_owned(),
+                    reason: "the decoder panicked on this file".into(),
+                })
+            }),
+        };
+        let end = Instant::now();
+        let c = &shared.counters;
+        c.decode_nanos
+            .fetch_add((end - start).as_nanos() as u64, Ordering::Relaxed);
+        if let Ok(f) = &frame {
+            c.decoded_bytes
+                .fetch_add(f.info.bytes() as u64, Ordering::Relaxed);
+            c.decoded_frames.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(t) = &shared.timeline {
+            t.span(format!("decode {id}"), "decode", start, end);
+        }
+        cache.complete(pos, frame);
+    }
 }
 
 /// Starts the thread that pushes frames into the queue in tick order.
@@ -561,7 +616,6 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64) -> Result<(), PlayError> {
         Feed::Sequence { sequence, cache } => {
             let pos = (k % sequence.len() as u64) as usize;
             if sequence.entries[pos].path.is_none() {
-                shared.counters.gaps.fetch_add(1, Ordering::Relaxed);
                 return Ok(());
             }
             // Realtime: a frame whose time on screen has already passed is
@@ -572,7 +626,9 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64) -> Result<(), PlayError> {
                     .now()
                     .is_some_and(|now| now > pts + shared.period)
             {
-                cache.set_playhead((pos + 1) % sequence.len());
+                let next = pos + 1;
+                let looped = shared.total > sequence.len() as u64;
+                cache.set_playhead(if looped { next % sequence.len() } else { next });
                 return Ok(());
             }
             cache.set_playhead(pos);
@@ -600,6 +656,12 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64) -> Result<(), PlayError> {
         }
     };
     shared.counters.pushed.fetch_add(1, Ordering::Relaxed);
+    let mut recent = shared.counters.recent_pushes.lock();
+    recent.push_back(k);
+    if recent.len() > RECENT_PUSHES {
+        recent.pop_front();
+    }
+    drop(recent);
     record_latency(upload, shared);
     Ok(())
 }
@@ -626,11 +688,25 @@ struct Run<'a> {
     gpu_cache: Option<GpuCache>,
     /// The tick of the frame on screen and where it comes from.
     screen: Option<(u64, Picture)>,
+    /// Ticks run that fell on a gap.
+    gaps: u64,
+    /// Ticks left to the GPU tier past the last tick run.
+    tier_leftover: u64,
 }
 
 /// Ticks run, pre-roll seconds, frames pre-rolled, and the staging peak
 /// of the first second.
 type Played = (u64, f64, u64, Option<u64>);
+
+impl Drop for Run<'_> {
+    /// A run left early (an error, or a panic in the progress callback)
+    /// still stops its threads and lets its frames go.
+    fn drop(&mut self) {
+        if self.producer.is_some() || !self.decoders.is_empty() {
+            let _ = self.stop();
+        }
+    }
+}
 
 impl Run<'_> {
     fn play(
@@ -676,6 +752,7 @@ impl Run<'_> {
             self.tick(gpu, renderer, tick, t, from_tier, options)?;
             self.sample(gpu, engine, &shared);
             pass.frames += u64::from(self.is_frame(tick));
+            self.gaps += u64::from(!self.is_frame(tick));
             if self.ends_pass(tick) {
                 let shown = self.shown();
                 self.close_pass(&mut pass, shown - shown_before);
@@ -935,8 +1012,10 @@ impl Run<'_> {
         if let Feed::Sequence { cache, .. } = self.feed {
             cache.close();
         }
-        if let (Some(tier), Some(cache)) = (&self.shared.tier, &mut self.gpu_cache) {
-            cache.count_passed(tier.handoff.close());
+        if let Some(tier) = &self.shared.tier {
+            // Ticks left to the tier that the loop never reached lie past
+            // its last tick.
+            self.tier_leftover = tier.handoff.close();
         }
         let produced = match self.producer.take() {
             Some(handle) => handle

@@ -55,8 +55,14 @@ fn the_drawn_frame_is_the_one_on_screen_in_natural_order() {
     };
     let summary = play(&gpu, &engine, &options, |_| ControlFlow::Continue(())).unwrap();
     let f = summary.frames;
-    assert_eq!(f.pushed, 12);
-    assert_eq!(f.shown + f.dropped + f.failed, f.pushed, "{f:?}");
+    // Realtime: on a loaded machine the producer may skip a frame whose
+    // time has passed; every frame is accounted for all the same.
+    assert_eq!(summary.frames_in_range, 12);
+    assert_eq!(
+        f.shown + f.dropped + f.failed + summary.never_pushed,
+        12,
+        "{f:?}"
+    );
     assert_eq!(f.failed, 0);
     assert_eq!(summary.saved.len(), 4);
     for saved in &summary.saved {
@@ -318,13 +324,24 @@ fn a_loop_that_fits_the_gpu_cache_plays_later_passes_with_no_upload() {
     let summary = play(&gpu, &engine, &options, |_| ControlFlow::Continue(())).unwrap();
     let tier = summary.gpu_cache.expect("the GPU tier is on");
     assert_eq!(tier.frames, 8, "every frame of the loop is on the device");
-    assert_eq!(summary.frames.pushed, 8, "only the first pass uploads: {summary:?}");
-    assert_eq!(tier.shown, 24, "three passes shown from the device");
+    // The first pass uploads; the producer may reach the start of the
+    // second before the end of the first has landed, but from the third
+    // pass on every frame comes from the device.
     let f = summary.frames;
+    assert!(
+        f.pushed >= 8 && f.pushed <= 16,
+        "uploads only in the first passes: {f:?} {tier:?}"
+    );
+    assert!(
+        tier.shown >= 16,
+        "the last passes from the device: {tier:?}"
+    );
+    assert_eq!(f.pushed + tier.shown, 32, "{f:?} {tier:?}");
     assert_eq!(
         f.shown + f.dropped + f.failed + summary.never_pushed,
         summary.frames_in_range,
-        "{summary:?}"
+        "{f:?}, never pushed {}",
+        summary.never_pushed
     );
     for saved in &summary.saved {
         let k = saved
@@ -345,5 +362,46 @@ fn a_loop_that_fits_the_gpu_cache_plays_later_passes_with_no_upload() {
             "the device copy holds the frame exactly"
         );
     }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn stopping_early_accounts_for_exactly_the_ticks_run() {
+    let (w, h) = (64, 36);
+    let dir = temp_dir("early-stop");
+    write_sequence(&dir, 24, w, h);
+    // Frames 7 and 8 missing: two gaps.
+    std::fs::remove_file(dir.join("shot.0007.png")).unwrap();
+    std::fs::remove_file(dir.join("shot.0008.png")).unwrap();
+    let gpu = Arc::new(gpu());
+    let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
+    let options = PlayOptions {
+        source: Some(dir.clone()),
+        fps: 60.0,
+        output_size: (w, h),
+        ..PlayOptions::default()
+    };
+    let summary = play(&gpu, &engine, &options, |p| {
+        if p.tick == 12 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .unwrap();
+    assert_eq!(summary.ticks, 12, "the callback stopped it after tick 12");
+    assert_eq!(summary.gaps, 2, "ticks 6 and 7 fell on the gaps");
+    assert_eq!(summary.frames_in_range, 10);
+    let f = summary.frames;
+    assert_eq!(
+        f.shown + f.dropped + f.failed + summary.never_pushed,
+        summary.frames_in_range,
+        "{f:?}, never pushed {}",
+        summary.never_pushed
+    );
+    assert!(
+        f.pushed <= 10,
+        "pushes past the last tick are not counted: {f:?}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
