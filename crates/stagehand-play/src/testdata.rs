@@ -68,7 +68,8 @@ fn light(x: u32, y: u32, c: u32, f: u32, width: u32, height: u32) -> f32 {
     (0.2 + 0.5 * u * (1.0 - v) + band) * [1.0, 0.8, 0.6][c as usize % 3]
 }
 
-fn file(dir: &Path, kind: Kind, frame: u32) -> PathBuf {
+/// Frame `frame` (from 0) of a sequence written by [`write_sequence`].
+pub fn file(dir: &Path, kind: Kind, frame: u32) -> PathBuf {
     dir.join(format!("shot.{:04}.{}", 1001 + frame, kind.extension()))
 }
 
@@ -226,9 +227,4 @@ pub fn crate_decode(path: &Path) -> Result<usize, PlayError> {
         let image = image::open(path).map_err(|e| decode_err(&e))?;
         Ok(image.as_bytes().len())
     }
-}
-
-/// The first file of a sequence written by [`write_sequence`].
-pub fn first_file(dir: &Path, kind: Kind) -> PathBuf {
-    file(dir, kind, 0)
 }

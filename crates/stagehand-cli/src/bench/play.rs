@@ -162,15 +162,8 @@ fn decode_side_by_side(dir: &Path, kind: Kind, setup: &Setup<'_>) -> Result<(f64
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
     let files = setup.decode_files.min(setup.length);
-    let first = testdata::first_file(dir, kind);
-    let path_of = |i: u32| {
-        let name = first
-            .to_string_lossy()
-            .replace("1001", &format!("{:04}", 1001 + i));
-        std::path::PathBuf::from(name)
-    };
     for i in 0..files {
-        let path = path_of(i);
+        let path = testdata::file(dir, kind, i);
         let t = Instant::now();
         let frame = stagehand_play::source::decode(&path)?;
         ours.push(t.elapsed().as_secs_f64() * 1e3);
