@@ -149,6 +149,19 @@ impl From<stagehand_play::PlayError> for Failure {
     }
 }
 
+/// Parses WIDTHxHEIGHT, each side from 1 to `max`.
+pub(crate) fn parse_size(s: &str, max: u32) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("{s:?} is not WIDTHxHEIGHT"))?;
+    let parse = |v: &str| v.trim().parse::<u32>().map_err(|e| format!("{v:?}: {e}"));
+    let size = (parse(w)?, parse(h)?);
+    if !(1..=max).contains(&size.0) || !(1..=max).contains(&size.1) {
+        return Err(format!("{s}: each side must be from 1 to {max}"));
+    }
+    Ok(size)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {

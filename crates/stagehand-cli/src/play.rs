@@ -34,10 +34,10 @@ pub struct PlayArgs {
     #[arg(long, value_parser = parse_range)]
     range: Option<(i64, i64)>,
     /// Size of synthetic frames, WIDTHxHEIGHT (a sequence keeps its own).
-    #[arg(long, default_value = "3840x2160", value_parser = parse_size)]
+    #[arg(long, default_value = "3840x2160", value_parser = |s: &str| crate::parse_size(s, 16_384))]
     size: (u32, u32),
     /// Size of the render target, WIDTHxHEIGHT.
-    #[arg(long, default_value = "1920x1080", value_parser = parse_size)]
+    #[arg(long, default_value = "1920x1080", value_parser = |s: &str| crate::parse_size(s, 16_384))]
     output_size: (u32, u32),
     /// Seconds to play (default: 5 for synthetic frames; a sequence plays once).
     #[arg(long, conflicts_with = "frames", allow_negative_numbers = true)]
@@ -98,19 +98,6 @@ pub struct PlayArgs {
     /// Chrome trace (opens in Perfetto or chrome://tracing).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
-}
-
-/// Parses `WIDTHxHEIGHT`, neither zero.
-fn parse_size(s: &str) -> Result<(u32, u32), String> {
-    let (w, h) = s
-        .split_once(['x', 'X'])
-        .ok_or_else(|| format!("{s:?} is not WIDTHxHEIGHT"))?;
-    let parse = |v: &str| v.trim().parse::<u32>().map_err(|e| format!("{v:?}: {e}"));
-    let size = (parse(w)?, parse(h)?);
-    if size.0 == 0 || size.1 == 0 {
-        return Err("sizes must not be zero".into());
-    }
-    Ok(size)
 }
 
 /// Parses `FIRST-LAST`, first not after last.

@@ -2,6 +2,8 @@
 //! stop with a clear line on stderr and a non-zero status, never a panic and
 //! never a run that goes on for minutes.
 
+mod common;
+
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -35,17 +37,7 @@ fn spawn(args: &[&str], stdout: Stdio) -> Child {
 
 /// Waits for `child` at most `limit`, killing it past that.
 fn finish(mut child: Child, started: Instant, limit: Duration) -> Finished {
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waiting works") {
-            break Some(status);
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = common::wait_at_most(&mut child, started, limit);
     let elapsed = started.elapsed();
     let mut stderr = String::new();
     if let Some(mut err) = child.stderr.take() {

@@ -5,6 +5,8 @@
 //! never with a panic. A short run that works is checked too: its JSON has
 //! the fields scripts read, in report order.
 
+mod common;
+
 use exr::prelude::{Image, SpecificChannels, WritableImage};
 use half::f16;
 use std::io::{BufRead, BufReader, Read};
@@ -90,17 +92,7 @@ fn finish(
     stdout: JoinHandle<String>,
 ) -> Finished {
     let stderr = drain(child.stderr.take());
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waiting works") {
-            break Some(status);
-        }
-        if started.elapsed() > KILL_AFTER {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let status = common::wait_at_most(&mut child, started, KILL_AFTER);
     let elapsed = started.elapsed();
     Finished {
         args: args.iter().map(|a| (*a).to_owned()).collect(),

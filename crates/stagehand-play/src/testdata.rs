@@ -186,45 +186,36 @@ pub fn crate_decode(path: &Path) -> Result<usize, PlayError> {
                 .iter()
                 .all(|c| c.sample_type == exr::meta::attribute::SampleType::F16)
         });
-        if is_half {
-            let image = exr::prelude::read()
-                .no_deep_data()
-                .largest_resolution_level()
-                .rgba_channels(
-                    |size, _| (size.width(), vec![f16::ZERO; size.area() * 4]),
-                    |(w, out): &mut (usize, Vec<f16>),
-                     p: Vec2<usize>,
-                     (r, g, b, a): (f16, f16, f16, f16)| {
-                        let at = (p.y() * *w + p.x()) * 4;
-                        out[at..at + 4].copy_from_slice(&[r, g, b, a]);
-                    },
-                )
-                .first_valid_layer()
-                .all_attributes()
-                .from_file(path)
-                .map_err(|e| decode_err(&e))?;
-            Ok(image.layer_data.channel_data.pixels.1.len() * 2)
+        let bytes = if is_half {
+            read_rgba(path, f16::ZERO)
         } else {
-            let image = exr::prelude::read()
-                .no_deep_data()
-                .largest_resolution_level()
-                .rgba_channels(
-                    |size, _| (size.width(), vec![0f32; size.area() * 4]),
-                    |(w, out): &mut (usize, Vec<f32>),
-                     p: Vec2<usize>,
-                     (r, g, b, a): (f32, f32, f32, f32)| {
-                        let at = (p.y() * *w + p.x()) * 4;
-                        out[at..at + 4].copy_from_slice(&[r, g, b, a]);
-                    },
-                )
-                .first_valid_layer()
-                .all_attributes()
-                .from_file(path)
-                .map_err(|e| decode_err(&e))?;
-            Ok(image.layer_data.channel_data.pixels.1.len() * 4)
-        }
+            read_rgba(path, 0f32)
+        };
+        bytes.map_err(|e| decode_err(&e))
     } else {
         let image = image::open(path).map_err(|e| decode_err(&e))?;
         Ok(image.as_bytes().len())
     }
+}
+
+/// The first RGBA layer of an EXR file into a `Vec` of `T` samples, the
+/// way the crate's documentation reads one. Returns the bytes decoded.
+fn read_rgba<T>(path: &Path, zero: T) -> exr::error::Result<usize>
+where
+    T: exr::block::samples::FromNativeSample + Send + Sync,
+{
+    let image = exr::prelude::read()
+        .no_deep_data()
+        .largest_resolution_level()
+        .rgba_channels(
+            |size, _| (size.width(), vec![zero; size.area() * 4]),
+            |(w, out): &mut (usize, Vec<T>), p: Vec2<usize>, (r, g, b, a): (T, T, T, T)| {
+                let at = (p.y() * *w + p.x()) * 4;
+                out[at..at + 4].copy_from_slice(&[r, g, b, a]);
+            },
+        )
+        .first_valid_layer()
+        .all_attributes()
+        .from_file(path)?;
+    Ok(image.layer_data.channel_data.pixels.1.len() * std::mem::size_of::<T>())
 }

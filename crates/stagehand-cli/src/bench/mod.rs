@@ -55,7 +55,7 @@ pub struct BenchArgs {
           value_parser = RangedU64ValueParser::<u32>::new().range(1..=600))]
     seconds: u32,
     /// play: frame size of the generated sequences, WIDTHxHEIGHT (up to 8192x8192).
-    #[arg(long, default_value = "3840x2160", value_parser = parse_size)]
+    #[arg(long, default_value = "3840x2160", value_parser = |s: &str| crate::parse_size(s, 8192))]
     size: (u32, u32),
     /// play: where to write the sequences (kept for the next run).
     /// Default: a folder in the system's temporary directory.
@@ -65,18 +65,6 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 2,
           value_parser = RangedU64ValueParser::<usize>::new().range(1..=64))]
     threads: usize,
-}
-
-fn parse_size(s: &str) -> Result<(u32, u32), String> {
-    let (w, h) = s
-        .split_once(['x', 'X'])
-        .ok_or_else(|| format!("{s:?} is not WIDTHxHEIGHT"))?;
-    let parse = |v: &str| v.trim().parse::<u32>().map_err(|e| format!("{v:?}: {e}"));
-    let size = (parse(w)?, parse(h)?);
-    if !(1..=8192).contains(&size.0) || !(1..=8192).contains(&size.1) {
-        return Err(format!("{s}: each side must be from 1 to 8192"));
-    }
-    Ok(size)
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
