@@ -44,25 +44,24 @@ pub struct Display {
 pub(super) const PARAMS_BYTES: u64 = 16;
 
 impl Display {
-    /// The shader's parameter block for `display` (`None`: draw as stored).
+    /// The shader's parameter block for `display`: the exposure gain.
     pub(super) fn params_of(display: Option<Display>) -> [u8; PARAMS_BYTES as usize] {
-        match display {
-            Some(d) => d.params(true),
-            None => Display::default().params(false),
-        }
+        let gain = display.map_or(1.0, |d| d.exposure.exp2());
+        let mut out = [0u8; PARAMS_BYTES as usize];
+        out[0..4].copy_from_slice(&gain.to_le_bytes());
+        out
     }
 
-    fn params(&self, scene_linear: bool) -> [u8; PARAMS_BYTES as usize] {
-        let transfer: u32 = match self.transfer {
-            Transfer::Srgb => 0,
-            Transfer::Rec709 => 1,
-            Transfer::Linear => 2,
+    /// The shader's pipeline constants for `display` (`None`: draw as
+    /// stored).
+    pub(super) fn constants(display: Option<Display>) -> [(&'static str, f64); 2] {
+        let transfer = match display.map(|d| d.transfer) {
+            Some(Transfer::Srgb) | None => 0.0,
+            Some(Transfer::Rec709) => 1.0,
+            Some(Transfer::Linear) => 2.0,
         };
-        let mut out = [0u8; PARAMS_BYTES as usize];
-        out[0..4].copy_from_slice(&self.exposure.exp2().to_le_bytes());
-        out[4..8].copy_from_slice(&transfer.to_le_bytes());
-        out[8..12].copy_from_slice(&u32::from(scene_linear).to_le_bytes());
-        out
+        let scene_linear = if display.is_some() { 1.0 } else { 0.0 };
+        [("TRANSFER", transfer), ("SCENE_LINEAR", scene_linear)]
     }
 }
 

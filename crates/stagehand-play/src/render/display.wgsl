@@ -10,13 +10,17 @@ struct Out {
 struct Params {
     // 2^exposure, applied before the transfer function.
     gain: f32,
-    // 0: sRGB, 1: BT.709, 2: linear (no transfer function).
-    transfer: u32,
-    // 1 when the source is scene-linear (float): transform it; 0 when it
-    // is display-referred already: draw it as it is.
-    scene_linear: u32,
-    pad: u32,
+    pad0: f32,
+    pad1: f32,
+    pad2: f32,
 };
+
+// Pipeline constants, so each pipeline compiles only its own path.
+// The transfer function: 0 sRGB, 1 BT.709, 2 linear (none).
+override TRANSFER: u32 = 0u;
+// true when the source is scene-linear (float): transform it; false when
+// it is display-referred already: draw it as it is.
+override SCENE_LINEAR: bool = false;
 
 @group(0) @binding(0) var frame: texture_2d<f32>;
 @group(0) @binding(1) var frame_sampler: sampler;
@@ -47,7 +51,7 @@ fn bt709(x: f32) -> f32 {
 
 fn encode(x: f32) -> f32 {
     let v = clamp(x * params.gain, 0.0, 1.0);
-    switch params.transfer {
+    switch TRANSFER {
         case 0u: { return srgb(v); }
         case 1u: { return bt709(v); }
         default: { return v; }
@@ -57,7 +61,7 @@ fn encode(x: f32) -> f32 {
 @fragment
 fn fs(in: Out) -> @location(0) vec4<f32> {
     let c = textureSample(frame, frame_sampler, in.uv);
-    if params.scene_linear == 0u {
+    if !SCENE_LINEAR {
         return c;
     }
     return vec4<f32>(encode(c.r), encode(c.g), encode(c.b), clamp(c.a, 0.0, 1.0));

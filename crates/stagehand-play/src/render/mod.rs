@@ -18,7 +18,10 @@ pub const OUTPUT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 
 /// Draws frame-queue slots into the output target.
 pub struct Renderer {
+    shader: Tracked<wgpu::ShaderModule>,
+    pipeline_layout: Tracked<wgpu::PipelineLayout>,
     pipeline: Tracked<wgpu::RenderPipeline>,
+    display: Option<Display>,
     layout: Tracked<wgpu::BindGroupLayout>,
     sampler: Tracked<wgpu::Sampler>,
     /// One bind group per frame-queue slot.
@@ -93,27 +96,7 @@ impl Renderer {
             label: Some("play display"),
             source: wgpu::ShaderSource::Wgsl(include_str!("display.wgsl").into()),
         })?;
-        let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("play"),
-            layout: Some(&pipeline_layout),
-            vertex: wgpu::VertexState {
-                module: &shader,
-                entry_point: Some("vs"),
-                compilation_options: Default::default(),
-                buffers: &[],
-            },
-            primitive: Default::default(),
-            depth_stencil: None,
-            multisample: Default::default(),
-            fragment: Some(wgpu::FragmentState {
-                module: &shader,
-                entry_point: Some("fs"),
-                compilation_options: Default::default(),
-                targets: &[Some(OUTPUT_FORMAT.into())],
-            }),
-            multiview_mask: None,
-            cache: None,
-        })?;
+        let pipeline = Self::pipeline(gpu, &shader, &pipeline_layout, display)?;
         let filter = if filterable {
             wgpu::FilterMode::Linear
         } else {
@@ -136,7 +119,10 @@ impl Renderer {
         let output = Self::target(gpu, size)?;
         let output_view = device.create_texture_view(&output, &Default::default())?;
         let mut renderer = Self {
+            shader,
+            pipeline_layout,
             pipeline,
+            display,
             layout,
             sampler,
             binds: Vec::new(),
@@ -196,11 +182,54 @@ impl Renderer {
         })
     }
 
-    /// Changes the display transform (exposure, transfer function) for the
-    /// draws that follow.
-    pub fn set_display(&self, gpu: &Gpu, display: Option<Display>) {
+    /// The pipeline for `display`: the transfer function and whether the
+    /// source is scene-linear are pipeline constants, so each pipeline
+    /// runs only its own arithmetic (a software rasteriser would otherwise
+    /// pay for every branch on every pixel); exposure is a uniform.
+    fn pipeline(
+        gpu: &Gpu,
+        shader: &wgpu::ShaderModule,
+        layout: &wgpu::PipelineLayout,
+        display: Option<Display>,
+    ) -> Result<Tracked<wgpu::RenderPipeline>> {
+        let constants = Display::constants(display);
+        gpu.device()
+            .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+                label: Some("play"),
+                layout: Some(layout),
+                vertex: wgpu::VertexState {
+                    module: shader,
+                    entry_point: Some("vs"),
+                    compilation_options: Default::default(),
+                    buffers: &[],
+                },
+                primitive: Default::default(),
+                depth_stencil: None,
+                multisample: Default::default(),
+                fragment: Some(wgpu::FragmentState {
+                    module: shader,
+                    entry_point: Some("fs"),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: &constants,
+                        ..Default::default()
+                    },
+                    targets: &[Some(OUTPUT_FORMAT.into())],
+                }),
+                multiview_mask: None,
+                cache: None,
+            })
+    }
+
+    /// Changes the display transform for the draws that follow: the
+    /// exposure at once, the transfer function by a new pipeline.
+    pub fn set_display(&mut self, gpu: &Gpu, display: Option<Display>) -> Result<()> {
+        if Display::constants(display) != Display::constants(self.display) {
+            self.pipeline = Self::pipeline(gpu, &self.shader, &self.pipeline_layout, display)?;
+        }
+        self.display = display;
         gpu.queue()
             .write_buffer(&self.params, 0, &Display::params_of(display));
+        Ok(())
     }
 
     /// Draws the frame `bind` shows (or clears, before the first frame)
