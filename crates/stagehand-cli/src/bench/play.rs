@@ -44,6 +44,9 @@ struct Row {
     later_frames: u64,
     prerolled_missed: u64,
     prerolled_frames: u64,
+    tier_later: u64,
+    tier_later_frames: u64,
+    tier_uploads: u64,
     every_frame_fps: f64,
     ours_ms: f64,
     crate_ms: f64,
@@ -106,6 +109,15 @@ fn measure(
             ..base.clone()
         },
     )?;
+    // The same looped run with the GPU tier holding the whole sequence.
+    let tier = run_once(
+        gpu,
+        setup,
+        &PlayOptions {
+            gpu_cache_bytes: Some(texture_bytes(kind, setup)),
+            ..base.clone()
+        },
+    )?;
     let every = run_once(
         gpu,
         setup,
@@ -126,6 +138,9 @@ fn measure(
         later_frames: later.map(|p| p.frames).sum(),
         prerolled_missed: prerolled.passes.iter().map(|p| p.missed).sum(),
         prerolled_frames: prerolled.passes.iter().map(|p| p.frames).sum(),
+        tier_later: tier.passes.iter().skip(1).map(|p| p.missed).sum(),
+        tier_later_frames: tier.passes.iter().skip(1).map(|p| p.frames).sum(),
+        tier_uploads: tier.frames.pushed,
         every_frame_fps: every.achieved_fps,
         ours_ms,
         crate_ms,
@@ -144,6 +159,15 @@ fn cache_for(kind: Kind, setup: &Setup<'_>) -> u64 {
         * u64::from(setup.length);
     let half_ram = stagehand_play::cache::total_memory().map_or(u64::MAX, |r| r / 2);
     (sequence + (64 << 20)).min(half_ram)
+}
+
+/// Bytes of the whole sequence as textures (the GPU tier's budget).
+fn texture_bytes(kind: Kind, setup: &Setup<'_>) -> u64 {
+    let texel = match kind {
+        Kind::Png8 => 4,
+        _ => 8,
+    };
+    u64::from(setup.size.0) * u64::from(setup.size.1) * texel * u64::from(setup.length) + (64 << 20)
 }
 
 fn run_once(
@@ -177,12 +201,12 @@ fn decode_side_by_side(dir: &Path, kind: Kind, setup: &Setup<'_>) -> Result<(f64
 
 fn print_table(rows: &[Row]) -> Result<(), Failure> {
     let mut text = String::from(
-        "\nsequence        texture        first pass  later passes  preroll all  every-frame   decode ms/frame (1 thread)\n\
-         \x20                              missed      missed        missed       fps           ours    crate's  crate/ours\n",
+        "\nsequence        texture        first pass  later passes  preroll all  gpu tier: later  every-frame   decode ms/frame (1 thread)\n\
+         \x20                              missed      missed        missed       missed, uploads  fps           ours    crate's  crate/ours\n",
     );
     for r in rows {
         text += &format!(
-            "{:<15} {:<14} {:>10}  {:>7} / {:<4} {:>6} / {:<4} {:>8.2}    {:>7.1}  {:>8.1}  {:>9.2}\n",
+            "{:<15} {:<14} {:>10}  {:>7} / {:<4} {:>6} / {:<4} {:>5} / {:<4} {:>4} {:>8.2}    {:>7.1}  {:>8.1}  {:>9.2}\n",
             r.kind.name(),
             r.texture,
             r.first_pass,
@@ -190,6 +214,9 @@ fn print_table(rows: &[Row]) -> Result<(), Failure> {
             r.later_frames,
             r.prerolled_missed,
             r.prerolled_frames,
+            r.tier_later,
+            r.tier_later_frames,
+            r.tier_uploads,
             r.every_frame_fps,
             r.ours_ms,
             r.crate_ms,
@@ -197,6 +224,7 @@ fn print_table(rows: &[Row]) -> Result<(), Failure> {
         );
     }
     text += "\nmissed: frames not shown (dropped or never pushed), realtime mode, looped; later passes and preroll all: missed / frames.\n\
+             gpu tier: the looped run with --gpu-cache holding the sequence; uploads: frames pushed in the whole run.\n\
              every-frame: frames shown per second of a pass that never drops (decode-bound).\n\
              crate/ours: the crate's own decode time over ours (>= 1: ours is as fast or faster).";
     output::println(&text)?;
