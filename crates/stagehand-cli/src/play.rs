@@ -259,6 +259,9 @@ pub fn run(args: &PlayArgs) -> Result<(), Failure> {
     report
         .add(&engine.staging_pool().section(false))
         .add(&engine.section());
+    if let Some(cache) = &summary.cache {
+        report.add(cache);
+    }
     if args.json {
         output::println(&report.to_json_string())?;
     } else {

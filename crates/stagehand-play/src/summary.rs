@@ -327,3 +327,34 @@ impl Section for PlaySummary {
         }
     }
 }
+
+impl Section for CacheStats {
+    fn name(&self) -> &str {
+        "cache"
+    }
+
+    fn view(&self) -> View {
+        let fields = vec![
+            ("hits".into(), Cell::int(self.hits)),
+            ("misses".into(), Cell::int(self.misses)),
+            ("decoded".into(), Cell::int(self.decoded)),
+            ("evicted".into(), Cell::int(self.evicted)),
+            ("handed over".into(), Cell::int(self.passed_through)),
+            ("frames".into(), Cell::int(self.frames)),
+            ("bytes".into(), Cell::Bytes(self.bytes)),
+            ("peak".into(), Cell::Bytes(self.peak_bytes)),
+            (
+                "peak with hand-over".into(),
+                Cell::Bytes(self.peak_total_bytes),
+            ),
+            ("budget".into(), Cell::Bytes(self.budget)),
+        ];
+        View {
+            blocks: vec![Block::Fields(fields)],
+            footnotes: vec![
+                "hits: frames decoded before the player asked; misses: frames it waited for; handed over: frames that did not fit and were used once.".into(),
+                "bytes and frames: what the cache held when playback ended (0: the memory went back).".into(),
+            ],
+        }
+    }
+}

@@ -66,9 +66,15 @@ pub fn run(gpu: Arc<Gpu>, setup: &Setup<'_>) -> Result<(), Failure> {
     ))?;
     let mut rows = Vec::new();
     for kind in Kind::ALL {
-        let dir = setup
-            .dir
-            .join(format!("{}-{}x{}", kind.name(), setup.size.0, setup.size.1));
+        // One folder per kind, size and length: a longer sequence left by
+        // an earlier run is never played in place of this one.
+        let dir = setup.dir.join(format!(
+            "{}-{}x{}-{}",
+            kind.name(),
+            setup.size.0,
+            setup.size.1,
+            setup.length
+        ));
         let started = Instant::now();
         let pattern = testdata::write_sequence(&dir, kind, setup.length, setup.size)?;
         output::println(&format!(
