@@ -30,7 +30,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// A default engine for playback: decode and upload threads below the render thread.
+/// A default engine for playback: transfer workers below the render
+/// thread (the decoders run there too, so decoding ahead shares the CPU
+/// with the uploads of frames already decoded instead of starving them).
 pub fn engine_config(workers: usize) -> EngineConfig {
     EngineConfig {
         workers: workers.max(1),
@@ -526,6 +528,10 @@ fn decode_loop(
     expected: FrameInfo,
     shared: &Shared,
 ) {
+    // Decoding ahead must not starve the uploads of frames already
+    // decoded: decoders run at the transfer workers' priority, below the
+    // render thread (a refusal by the OS leaves them where they are).
+    let _ = stagehand_gpu::upload::set_priority(stagehand_gpu::upload::Priority::Low);
     while let Some(pos) = cache.claim() {
         let start = Instant::now();
         let frame = match sequence.entries[pos].path.as_deref() {

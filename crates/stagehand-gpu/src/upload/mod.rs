@@ -513,8 +513,10 @@ fn frame_staging_bytes(info: &TextureInfo) -> Result<u64, UploadError> {
     Ok(staging_pitch(row) * rows)
 }
 
-/// Applies `priority` to the calling thread; `Err` says why the OS refused.
-fn set_priority(priority: Priority) -> Result<(), String> {
+/// Applies `priority` to the calling thread (a decoder of a player, say,
+/// that should yield to the transfer workers); `Err` says why the OS
+/// refused.
+pub fn set_priority(priority: Priority) -> Result<(), String> {
     use thread_priority::{ThreadPriority, set_current_thread_priority};
     let value = match priority {
         Priority::Normal => return Ok(()),
