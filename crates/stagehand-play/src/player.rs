@@ -469,20 +469,10 @@ fn precision(sample: SampleType) -> u8 {
 }
 
 fn texture_desc(size: (u32, u32), format: wgpu::TextureFormat) -> wgpu::TextureDescriptor<'static> {
-    wgpu::TextureDescriptor {
-        label: Some("play frame"),
-        size: wgpu::Extent3d {
-            width: size.0,
-            height: size.1,
-            depth_or_array_layers: 1,
-        },
-        mip_level_count: 1,
-        sample_count: 1,
-        dimension: wgpu::TextureDimension::D2,
-        format,
-        usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_SRC,
-        view_formats: &[],
-    }
+    // COPY_SRC: frames are read back for --save-frame and copied into the
+    // GPU tier.
+    let usage = wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_SRC;
+    crate::render::texture_2d("play frame", size, format, usage)
 }
 
 /// Starts `threads` decoders: each claims the most useful position the

@@ -2,6 +2,7 @@
 //! the frame the queue says was on screen, in natural file order, and every
 //! pushed frame was shown, dropped or failed. Bad folders get typed errors.
 
+use stagehand_gpu::Gpu;
 use stagehand_gpu::upload::UploadEngine;
 use stagehand_play::{PlayError, PlayOptions, engine_config, pattern, play};
 use std::ops::ControlFlow;
@@ -200,6 +201,20 @@ fn resident() -> Option<u64> {
     Some(pages * 4096)
 }
 
+/// A folder of `n` frames (see [`write_sequence`]), the GPU and an engine.
+fn sequence_run(
+    name: &str,
+    n: u64,
+    w: u32,
+    h: u32,
+) -> (std::path::PathBuf, Arc<Gpu>, UploadEngine) {
+    let dir = temp_dir(name);
+    write_sequence(&dir, n, w, h);
+    let gpu = Arc::new(gpu());
+    let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
+    (dir, gpu, engine)
+}
+
 /// A sequence of `n` 8-bit PNG frames of `w` x `h` named `shot.0001.png`...
 fn write_sequence(dir: &Path, n: u64, w: u32, h: u32) {
     for k in 1..=n {
@@ -212,10 +227,7 @@ fn write_sequence(dir: &Path, n: u64, w: u32, h: u32) {
 fn the_cache_stays_within_its_budget_and_loops_play_from_it() {
     let (w, h) = (320, 180);
     let frame_bytes = u64::from(w * h * 4);
-    let dir = temp_dir("cache-budget");
-    write_sequence(&dir, 12, w, h);
-    let gpu = Arc::new(gpu());
-    let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
+    let (dir, gpu, engine) = sequence_run("cache-budget", 12, w, h);
     // Room for three and a half frames of twelve.
     let budget = frame_bytes * 7 / 2;
     let small = PlayOptions {
@@ -272,10 +284,7 @@ fn the_cache_gives_its_memory_back_when_playback_ends() {
         return;
     };
     let (w, h) = (1024, 576);
-    let dir = temp_dir("cache-memory");
-    write_sequence(&dir, 24, w, h);
-    let gpu = Arc::new(gpu());
-    let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
+    let (dir, gpu, engine) = sequence_run("cache-memory", 24, w, h);
     let options = PlayOptions {
         source: Some(dir.clone()),
         fps: 240.0,
@@ -306,10 +315,7 @@ fn the_cache_gives_its_memory_back_when_playback_ends() {
 #[test]
 fn a_loop_that_fits_the_gpu_cache_plays_later_passes_with_no_upload() {
     let (w, h) = (192, 108);
-    let dir = temp_dir("gpu-cache");
-    write_sequence(&dir, 8, w, h);
-    let gpu = Arc::new(gpu());
-    let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
+    let (dir, gpu, engine) = sequence_run("gpu-cache", 8, w, h);
     let options = PlayOptions {
         source: Some(dir.clone()),
         fps: 60.0,
@@ -368,13 +374,10 @@ fn a_loop_that_fits_the_gpu_cache_plays_later_passes_with_no_upload() {
 #[test]
 fn stopping_early_accounts_for_exactly_the_ticks_run() {
     let (w, h) = (64, 36);
-    let dir = temp_dir("early-stop");
-    write_sequence(&dir, 24, w, h);
+    let (dir, gpu, engine) = sequence_run("early-stop", 24, w, h);
     // Frames 7 and 8 missing: two gaps.
     std::fs::remove_file(dir.join("shot.0007.png")).unwrap();
     std::fs::remove_file(dir.join("shot.0008.png")).unwrap();
-    let gpu = Arc::new(gpu());
-    let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
     let options = PlayOptions {
         source: Some(dir.clone()),
         fps: 60.0,

@@ -166,20 +166,9 @@ impl Renderer {
     }
 
     fn target(gpu: &Gpu, size: (u32, u32)) -> Result<Tracked<wgpu::Texture>> {
-        gpu.device().create_texture(&wgpu::TextureDescriptor {
-            label: Some("play output"),
-            size: wgpu::Extent3d {
-                width: size.0,
-                height: size.1,
-                depth_or_array_layers: 1,
-            },
-            mip_level_count: 1,
-            sample_count: 1,
-            dimension: wgpu::TextureDimension::D2,
-            format: OUTPUT_FORMAT,
-            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-            view_formats: &[],
-        })
+        let usage = wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC;
+        gpu.device()
+            .create_texture(&texture_2d("play output", size, OUTPUT_FORMAT, usage))
     }
 
     /// The pipeline for `display`: the transfer function and whether the
@@ -269,6 +258,29 @@ impl Renderer {
     pub fn read_back(&self, gpu: &Gpu) -> Result<(u32, u32, Vec<u8>)> {
         let (w, h) = (self.output.width(), self.output.height());
         Ok((w, h, read_texture(gpu, &self.output, 4)?))
+    }
+}
+
+/// A plain 2-D texture: one mip, one layer, one sample.
+pub fn texture_2d(
+    label: &'static str,
+    size: (u32, u32),
+    format: wgpu::TextureFormat,
+    usage: wgpu::TextureUsages,
+) -> wgpu::TextureDescriptor<'static> {
+    wgpu::TextureDescriptor {
+        label: Some(label),
+        size: wgpu::Extent3d {
+            width: size.0,
+            height: size.1,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format,
+        usage,
+        view_formats: &[],
     }
 }
 
