@@ -138,12 +138,6 @@ impl Shared {
     fn pts(&self, tick: u64) -> Duration {
         self.period.mul_f64(tick as f64)
     }
-
-    /// Realtime mode: whether a frame due at `pts` is already a period
-    /// late (its time on screen has passed).
-    fn too_late(&self, pts: Duration) -> bool {
-        self.mode == Mode::Realtime && self.clock.now().is_some_and(|now| now > pts + self.period)
-    }
 }
 
 /// Plays and returns what happened; `progress` is called once per render
@@ -622,8 +616,15 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64) -> Result<(), PlayError> {
             }
             // Realtime: a frame whose time on screen has already passed is
             // not worth decoding or uploading; skip to what is due.
-            if shared.too_late(pts) {
-                skip_to_next(shared, sequence, cache, pos);
+            if shared.mode == Mode::Realtime
+                && shared
+                    .clock
+                    .now()
+                    .is_some_and(|now| now > pts + shared.period)
+            {
+                let next = pos + 1;
+                let looped = shared.total > sequence.len() as u64;
+                cache.set_playhead(if looped { next % sequence.len() } else { next });
                 return Ok(());
             }
             cache.set_playhead(pos);
@@ -642,12 +643,6 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64) -> Result<(), PlayError> {
                 Ok(Err(e)) => return Err(PlayError::Frame(e)),
                 Err(_) => return Err(PlayError::Upload(UploadError::Released)),
             };
-            // Its decode may have taken past its time: then uploading it
-            // would only delay the frames after it.
-            if shared.too_late(pts) {
-                skip_to_next(shared, sequence, cache, pos);
-                return Ok(());
-            }
             let texture = shared.texture;
             shared
                 .queue
@@ -665,13 +660,6 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64) -> Result<(), PlayError> {
     drop(recent);
     record_latency(upload, shared);
     Ok(())
-}
-
-/// Moves the cache's playhead past `pos`, which the producer skips.
-fn skip_to_next(shared: &Shared, sequence: &Sequence, cache: &FrameCache, pos: usize) {
-    let next = pos + 1;
-    let looped = shared.total > sequence.len() as u64;
-    cache.set_playhead(if looped { next % sequence.len() } else { next });
 }
 
 fn record_latency(upload: Upload, shared: &Shared) {
