@@ -107,44 +107,65 @@ pub fn write_sequence(
                 } else {
                     exr::compression::Compression::PIZ
                 };
-                let pixels = move |p: Vec2<usize>| {
-                    let s = |c| f16::from_f32(light(p.x() as u32, p.y() as u32, c, f, w, h));
-                    (s(0), s(1), s(2), f16::ONE)
-                };
-                let layer = Layer::new(
-                    (w as usize, h as usize),
-                    LayerAttributes::default(),
-                    Encoding {
-                        compression,
-                        ..Encoding::FAST_LOSSLESS
-                    },
-                    SpecificChannels::rgba(pixels),
-                );
-                Image::from_layer(layer)
-                    .write()
-                    .to_file(&part)
-                    .map_err(|e| io(&part, e))?;
+                let sample = |x, y, c| if c == 3 { 1.0 } else { light(x, y, c, f, w, h) };
+                write_exr_half(&part, size, compression, sample)?;
             }
-            Kind::ExrFloat => {
-                let pixels = move |p: Vec2<usize>| {
-                    let s = |c| light(p.x() as u32, p.y() as u32, c, f, w, h);
-                    (s(0), s(1), s(2))
-                };
-                let layer = Layer::new(
-                    (w as usize, h as usize),
-                    LayerAttributes::default(),
-                    Encoding::FAST_LOSSLESS,
-                    SpecificChannels::rgb(pixels),
-                );
-                Image::from_layer(layer)
-                    .write()
-                    .to_file(&part)
-                    .map_err(|e| io(&part, e))?;
-            }
+            Kind::ExrFloat => write_exr_float(&part, size, |x, y, c| light(x, y, c, f, w, h))?,
         }
         std::fs::rename(&part, &path).map_err(|e| io(&path, e))?;
     }
     Ok(dir.join(format!("shot.####.{}", kind.extension())))
+}
+
+/// Writes an RGBA half-float EXR of `size` with `compression`; channel `c`
+/// (0 to 3) of pixel (x, y) is `sample(x, y, c)`, rounded to half.
+pub fn write_exr_half(
+    path: &Path,
+    (w, h): (u32, u32),
+    compression: exr::compression::Compression,
+    sample: impl Fn(u32, u32, u32) -> f32 + Sync,
+) -> Result<(), PlayError> {
+    let pixels = |p: Vec2<usize>| {
+        let s = |c| f16::from_f32(sample(p.x() as u32, p.y() as u32, c));
+        (s(0), s(1), s(2), s(3))
+    };
+    let encoding = Encoding {
+        compression,
+        ..Encoding::FAST_LOSSLESS
+    };
+    let layer = Layer::new(
+        (w as usize, h as usize),
+        LayerAttributes::default(),
+        encoding,
+        SpecificChannels::rgba(pixels),
+    );
+    Image::from_layer(layer)
+        .write()
+        .to_file(path)
+        .map_err(|e| io(path, e))
+}
+
+/// Writes an RGB float EXR of `size` (ZIP); channel `c` (0 to 2) of pixel
+/// (x, y) is `sample(x, y, c)`.
+pub fn write_exr_float(
+    path: &Path,
+    (w, h): (u32, u32),
+    sample: impl Fn(u32, u32, u32) -> f32 + Sync,
+) -> Result<(), PlayError> {
+    let pixels = |p: Vec2<usize>| {
+        let s = |c| sample(p.x() as u32, p.y() as u32, c);
+        (s(0), s(1), s(2))
+    };
+    let layer = Layer::new(
+        (w as usize, h as usize),
+        LayerAttributes::default(),
+        Encoding::FAST_LOSSLESS,
+        SpecificChannels::rgb(pixels),
+    );
+    Image::from_layer(layer)
+        .write()
+        .to_file(path)
+        .map_err(|e| io(path, e))
 }
 
 fn write_png(path: &Path, kind: Kind, f: u32, (w, h): (u32, u32)) -> Result<(), PlayError> {

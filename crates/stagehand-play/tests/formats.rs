@@ -5,12 +5,10 @@
 //! bits, 16-bit values), and the drawn frame matches the display transform
 //! of the source within one code value.
 
-use exr::prelude::{
-    Encoding, Image, Layer, LayerAttributes, SpecificChannels, Vec2, WritableImage,
-};
 use half::f16;
 use stagehand_gpu::upload::UploadEngine;
 use stagehand_play::render::encode;
+use stagehand_play::testdata;
 use stagehand_play::{
     Display, FormatChoice, Mode, PlayOptions, PlaySummary, Transfer, engine_config, play,
 };
@@ -42,42 +40,16 @@ fn temp_dir(name: &str) -> PathBuf {
 
 fn write_exr_half(dir: &Path, compression: exr::compression::Compression) {
     for f in 0..FRAMES {
-        let pixels = move |p: Vec2<usize>| {
-            let s = |c| f16::from_f32(linear(p.x() as u32, p.y() as u32, c, f));
-            (s(0), s(1), s(2), s(3))
-        };
-        let layer = Layer::new(
-            (W as usize, H as usize),
-            LayerAttributes::default(),
-            Encoding {
-                compression,
-                ..Encoding::FAST_LOSSLESS
-            },
-            SpecificChannels::rgba(pixels),
-        );
-        Image::from_layer(layer)
-            .write()
-            .to_file(dir.join(format!("shot.{:04}.exr", 1001 + f)))
-            .unwrap();
+        let path = dir.join(format!("shot.{:04}.exr", 1001 + f));
+        let sample = |x, y, c| linear(x, y, c, f);
+        testdata::write_exr_half(&path, (W, H), compression, sample).unwrap();
     }
 }
 
 fn write_exr_float(dir: &Path) {
     for f in 0..FRAMES {
-        let pixels = move |p: Vec2<usize>| {
-            let s = |c| linear(p.x() as u32, p.y() as u32, c, f);
-            (s(0), s(1), s(2))
-        };
-        let layer = Layer::new(
-            (W as usize, H as usize),
-            LayerAttributes::default(),
-            Encoding::FAST_LOSSLESS,
-            SpecificChannels::rgb(pixels),
-        );
-        Image::from_layer(layer)
-            .write()
-            .to_file(dir.join(format!("shot.{:04}.exr", 1001 + f)))
-            .unwrap();
+        let path = dir.join(format!("shot.{:04}.exr", 1001 + f));
+        testdata::write_exr_float(&path, (W, H), |x, y, c| linear(x, y, c, f)).unwrap();
     }
 }
 
