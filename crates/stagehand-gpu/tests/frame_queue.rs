@@ -76,9 +76,9 @@ fn landed(upload: &Upload, what: &str) {
 
 fn balanced(stats: FrameStats) {
     assert_eq!(
-        stats.shown + stats.dropped + stats.failed,
+        stats.shown + stats.dropped + stats.failed + stats.discarded,
         stats.pushed,
-        "shown + dropped + failed == pushed: {stats:?}"
+        "shown + dropped + failed + discarded == pushed: {stats:?}"
     );
 }
 
@@ -407,4 +407,54 @@ fn wait_ready_waits_for_the_frame_itself_when_a_later_one_lands_first() {
     assert_eq!(queue.wait_ready(0, WAIT), WaitReady::Ready);
     assert_eq!(queue.present(ms(0)).map(|p| p.frame), Some(0));
     balanced(queue.finish());
+}
+
+#[test]
+fn a_seek_discards_the_frames_before_it_and_frees_their_slots() {
+    let (_engine, queue) = queue(1, 3);
+    let first = push(&queue, 0, ms(0));
+    landed(&first, "frame 0");
+    assert_eq!(queue.present(ms(0)).map(|p| p.frame), Some(0));
+    // Frames 1 and 2 were pushed for where playback was; one has landed,
+    // one is still on its way when the player seeks past both.
+    let one = push(&queue, 1, ms(10));
+    landed(&one, "frame 1");
+    let (open, held) = gate();
+    let two = push_held(&queue, 2, ms(20), held);
+    queue.discard_before(10);
+    // The frame on screen stays until a frame of the new place replaces it.
+    assert_eq!(queue.present(ms(25)).map(|p| p.frame), Some(0));
+    drop(open);
+    landed(&two, "frame 2");
+    assert_eq!(queue.present(ms(25)).map(|p| p.frame), Some(0));
+    assert_eq!(queue.ready(), 0, "discarded frames are not waiting to be shown");
+    // Both slots came free: two frames of the new place fit beside the screen.
+    let ten = push(&queue, 10, ms(100));
+    let eleven = push(&queue, 11, ms(110));
+    landed(&ten, "frame 10");
+    landed(&eleven, "frame 11");
+    assert_eq!(queue.present(ms(100)).map(|p| p.frame), Some(10));
+    let stats = queue.finish();
+    assert_eq!(stats.discarded, 2, "{stats:?}");
+    assert_eq!(stats.dropped, 1, "frame 11 was never shown: {stats:?}");
+    balanced(stats);
+}
+
+#[test]
+fn a_producer_waiting_for_a_slot_wakes_when_a_seek_frees_one() {
+    let (_engine, queue) = queue(1, 2);
+    landed(&push(&queue, 0, ms(0)), "frame 0");
+    landed(&push(&queue, 1, ms(10)), "frame 1");
+    let queue = Arc::new(queue);
+    let producer = {
+        let queue = Arc::clone(&queue);
+        std::thread::spawn(move || push(&queue, 5, ms(50)))
+    };
+    std::thread::sleep(ms(50));
+    assert!(!producer.is_finished(), "every slot is taken: the push waits");
+    queue.discard_before(5);
+    let five = producer.join().unwrap();
+    landed(&five, "frame 5");
+    assert_eq!(queue.present(ms(50)).map(|p| p.frame), Some(5));
+    assert_eq!(queue.finish().discarded, 2);
 }

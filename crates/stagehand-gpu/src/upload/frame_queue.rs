@@ -55,6 +55,10 @@ pub struct FrameStats {
     pub late: u64,
     /// Frames whose upload failed or was cancelled.
     pub failed: u64,
+    /// Frames let go because playback moved past them before their time
+    /// (a seek): see [`FrameQueue::discard_before`]. Not dropped: no one
+    /// was waiting to see them.
+    pub discarded: u64,
 }
 
 /// The frame on screen.
@@ -134,6 +138,9 @@ struct State {
     /// Frames whose upload failed, newer than the one on screen (older
     /// ones no longer matter to anyone waiting).
     failed_frames: BTreeSet<u64>,
+    /// Frames below this number are discarded as they land (a seek moved
+    /// playback past them).
+    floor: u64,
 }
 
 impl State {
@@ -163,8 +170,24 @@ impl State {
     fn settle(&mut self) {
         let on_screen = self.on_screen().map(|p| p.frame);
         let behind = |frame: u64| on_screen.is_some_and(|shown| frame <= shown);
+        let floor = self.floor;
         for slot in &mut self.slots {
             match slot {
+                Slot::Loading { frame, upload, .. } if *frame < floor => {
+                    let Some(outcome) = upload.outcome() else {
+                        continue;
+                    };
+                    if outcome.status == UploadStatus::Done {
+                        self.stats.discarded += 1;
+                    } else {
+                        self.stats.failed += 1;
+                    }
+                    *slot = Slot::Free;
+                }
+                Slot::Ready { frame, .. } if *frame < floor => {
+                    self.stats.discarded += 1;
+                    *slot = Slot::Free;
+                }
                 Slot::Loading { frame, pts, upload } => {
                     let Some(outcome) = upload.outcome() else {
                         continue;
@@ -282,7 +305,9 @@ fn deadline(timeout: Duration) -> Option<Instant> {
 ///    [`wait_ready`](Self::wait_ready) and presents it at its time;
 /// 3. [`finish`](Self::finish) closes the queue (a producer still waiting
 ///    is told to stop) and counts frames never shown as dropped, so
-///    `shown + dropped + failed == pushed`.
+///    `shown + dropped + failed + discarded == pushed`. A player that
+///    seeks lets go of the frames pushed for where it was with
+///    [`discard_before`](Self::discard_before).
 ///
 /// Slots fill on different upload workers, so frames can land out of
 /// order; the screen still only moves forward. A frame that lands after a
@@ -324,6 +349,7 @@ impl FrameQueue {
                 slots,
                 stats: FrameStats::default(),
                 failed_frames: BTreeSet::new(),
+                floor: 0,
             }),
             bell: Arc::default(),
             frame_duration: config.frame_duration,
@@ -570,6 +596,24 @@ impl FrameQueue {
             let room = !self.is_closed() && state.slots.iter().any(|s| matches!(s, Slot::Free));
             (ready >= n || timed_out || !(coming || room)).then_some(ready)
         })
+    }
+
+    /// Lets go of every frame numbered below `frame`, landed or on its way,
+    /// for a player that seeks: the frames pushed for where it was are
+    /// never shown, and their slots come free for the frames of where it
+    /// goes (a producer waiting for a slot wakes). They count as
+    /// [`discarded`](FrameStats::discarded), not dropped. The frame on
+    /// screen stays there until a newer one is presented, so the screen
+    /// never shows a frame from before the seek after one from after it.
+    /// A floor lower than one set before changes nothing.
+    pub fn discard_before(&self, frame: u64) {
+        {
+            let mut state = self.state.lock();
+            state.floor = state.floor.max(frame);
+            state.failed_frames.retain(|&f| f >= frame);
+            state.settle();
+        }
+        self.bell.ring();
     }
 
     /// Stops taking frames: a producer waiting for a slot gets

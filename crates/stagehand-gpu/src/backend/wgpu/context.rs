@@ -24,6 +24,10 @@ pub struct GpuOptions {
     pub wanted_features: wgpu::Features,
     /// Limits the device must have; `None` asks for everything the adapter offers.
     pub required_limits: Option<wgpu::Limits>,
+    /// The display the GPU presents to, for windows: the GL backend needs
+    /// it to present at all (on Vulkan it is unused). With a windowing
+    /// library, pass the display handle its event loop owns.
+    pub display: Option<Arc<dyn wgpu::wgt::WgpuHasDisplayHandle>>,
 }
 
 impl GpuOptions {
@@ -117,6 +121,10 @@ impl Gpu {
         let backends = options.backends()?;
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
         desc.backends = backends;
+        desc.display = options
+            .display
+            .clone()
+            .map(|d| Box::new(d) as Box<dyn wgpu::wgt::WgpuHasDisplayHandle>);
         let instance = wgpu::Instance::new(desc);
         let adapter = choose_adapter(&instance, backends, options.adapter_name())?;
         let tracker = Tracker::new();
