@@ -56,12 +56,18 @@ impl GpuArgs {
         Gpu::open(&options)
     }
 
-    /// Opens the GPU with `wanted` features turned on where the adapter has them.
-    fn open_with(&self, wanted: wgpu::Features) -> stagehand_gpu::Result<Gpu> {
+    /// Opens the GPU with `wanted` features turned on where the adapter
+    /// has them, able to present on `display` (a window's) when given.
+    fn open_for(
+        &self,
+        wanted: wgpu::Features,
+        display: Option<std::sync::Arc<dyn wgpu::wgt::WgpuHasDisplayHandle>>,
+    ) -> stagehand_gpu::Result<Gpu> {
         let options = GpuOptions {
             backend: self.backend.clone(),
             adapter: self.adapter.clone(),
             wanted_features: wanted,
+            display,
             ..GpuOptions::default()
         };
         Gpu::open(&options)

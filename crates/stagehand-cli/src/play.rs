@@ -6,8 +6,8 @@ use crate::output;
 use clap::Args;
 use stagehand_gpu::upload::UploadEngine;
 use stagehand_play::{
-    Display, FormatChoice, Mode, PlayError, PlayOptions, PlaySummary, Preroll, Progress, Transfer,
-    parse_bytes, play,
+    Display, FormatChoice, Mode, PlayError, PlayOptions, PlaySummary, Preroll, PresentChoice,
+    Progress, Screen, Transfer, WindowOptions, parse_bytes, play, play_in,
 };
 use std::fs::File;
 use std::io::IsTerminal;
@@ -98,6 +98,59 @@ pub struct PlayArgs {
     /// Chrome trace (opens in Perfetto or chrome://tracing).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Show playback in a window: auto (the default) opens one where a
+    /// display is there; --window (on) insists, failing without a display;
+    /// off is --headless. Keys: Space pause, Left/Right step, Home/End,
+    /// L loop, Up/Down exposure, F fullscreen, H heads-up display, Q quit;
+    /// click or drag on the timeline to seek.
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
+          default_value = "auto", default_missing_value = "on")]
+    window: WindowWhen,
+    /// Draw offscreen, with no window (as --window=off).
+    #[arg(long, conflicts_with = "window")]
+    headless: bool,
+    /// Open the window fullscreen.
+    #[arg(long)]
+    fullscreen: bool,
+    /// How the window presents: auto (fifo where the display paces it,
+    /// else mailbox or immediate with the player's clock), fifo, mailbox
+    /// or immediate.
+    #[arg(long, default_value = "auto")]
+    present_mode: PresentArg,
+    /// Start at this frame number (a position from 0 for synthetic frames).
+    #[arg(long, value_name = "FRAME", allow_negative_numbers = true)]
+    seek: Option<i64>,
+    /// Start paused on the first frame (with a window).
+    #[arg(long)]
+    start_paused: bool,
+}
+
+/// When to open a window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum WindowWhen {
+    Auto,
+    On,
+    Off,
+}
+
+/// `--present-mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PresentArg {
+    Auto,
+    Fifo,
+    Mailbox,
+    Immediate,
+}
+
+impl From<PresentArg> for PresentChoice {
+    fn from(p: PresentArg) -> Self {
+        match p {
+            PresentArg::Auto => Self::Auto,
+            PresentArg::Fifo => Self::Fifo,
+            PresentArg::Mailbox => Self::Mailbox,
+            PresentArg::Immediate => Self::Immediate,
+        }
+    }
 }
 
 /// Parses `FIRST-LAST`, first not after last.
@@ -148,8 +201,8 @@ impl OutFile {
 impl PlayArgs {
     /// Frames to play: `--frames`, or `--seconds` at `--fps` rounded up;
     /// a duration that is not positive and finite is refused.
-    fn frames(&self) -> Result<Option<u64>, PlayError> {
-        if self.looped && self.seconds.is_none() && self.frames.is_none() {
+    fn frames(&self, windowed: bool) -> Result<Option<u64>, PlayError> {
+        if self.looped && !windowed && self.seconds.is_none() && self.frames.is_none() {
             return Err(PlayError::InvalidOption(
                 "--loop needs --seconds or --frames: playback without a window has to end".into(),
             ));
@@ -176,7 +229,7 @@ impl PlayArgs {
     }
 
     /// The player's options, checked, and the `--save-frame` tick.
-    fn options(&self) -> Result<(PlayOptions, Option<u64>), PlayError> {
+    fn options(&self, windowed: bool) -> Result<(PlayOptions, Option<u64>), PlayError> {
         let save_tick = match &self.save_frame {
             Some(v) => Some(
                 v[0].parse::<u64>()
@@ -190,7 +243,7 @@ impl PlayArgs {
             fps: self.fps,
             size: self.size,
             output_size: self.output_size,
-            frames: self.frames()?.or_else(|| self.synthetic_frames()),
+            frames: self.frames(windowed)?.or_else(|| self.synthetic_frames()),
             threads: self.threads,
             staging_buffers: self.staging_buffers,
             depth: self.depth,
@@ -207,7 +260,15 @@ impl PlayArgs {
             preroll: self.preroll,
             save_ticks: save_tick.into_iter().collect(),
             timeline: None,
+            seek: self.seek,
+            start_paused: self.start_paused,
+            present: self.present_mode.into(),
         };
+        if self.start_paused && !windowed {
+            return Err(PlayError::InvalidOption(
+                "--start-paused needs a window: headless, nothing could resume it".into(),
+            ));
+        }
         options.validate()?;
         if let (Some(tick), Some(frames)) = (save_tick, options.frames)
             && tick >= frames
@@ -221,16 +282,63 @@ impl PlayArgs {
     }
 }
 
+impl PlayArgs {
+    /// Opens the window asked for: `None` headless, or with `auto` where
+    /// no display is there (said on standard error when one was named
+    /// but would not open).
+    fn screen(&self) -> Result<Option<Screen>, PlayError> {
+        let when = if self.headless {
+            WindowWhen::Off
+        } else {
+            self.window
+        };
+        if when == WindowWhen::Off {
+            return Ok(None);
+        }
+        let title = match &self.source {
+            Some(p) => format!("stagehand play: {}", p.display()),
+            None => "stagehand play: synthetic".into(),
+        };
+        let options = WindowOptions {
+            size: self.output_size,
+            fullscreen: self.fullscreen,
+            title,
+            present: self.present_mode.into(),
+        };
+        match Screen::open(&options) {
+            Ok(screen) => Ok(Some(screen)),
+            Err(e) if when == WindowWhen::On => Err(e),
+            Err(e) => {
+                let named = ["DISPLAY", "WAYLAND_DISPLAY"]
+                    .iter()
+                    .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
+                if named {
+                    eprintln!("stagehand: playing headless: {e}");
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
 /// Runs `stagehand play`.
 pub fn run(args: &PlayArgs) -> Result<(), Failure> {
-    // Everything that can be checked without the GPU is checked first.
-    let (mut options, save_tick) = args.options()?;
+    // Everything that can be checked without the GPU is checked first
+    // (with a window assumed where one may open, then again once known).
+    let may_window = !args.headless && args.window != WindowWhen::Off;
+    args.options(may_window)?;
+    let mut screen = args.screen()?;
+    let (mut options, save_tick) = args.options(screen.is_some())?;
     let save = match (&args.save_frame, save_tick) {
         (Some(v), Some(tick)) => Some((tick, OutFile::create(Path::new(&v[1]))?)),
         _ => None,
     };
     let trace = args.trace.as_deref().map(OutFile::create).transpose()?;
-    let gpu = Arc::new(args.gpu.open_with(stagehand_play::wanted_features())?);
+    let display = screen.as_ref().map(Screen::display_handle);
+    let gpu = Arc::new(
+        args.gpu
+            .open_for(stagehand_play::wanted_features(), display)?,
+    );
     let timeline = trace
         .as_ref()
         .map(|_| Arc::new(stagehand_gpu::diag::Timeline::new()));
@@ -241,7 +349,10 @@ pub fn run(args: &PlayArgs) -> Result<(), Failure> {
     };
     let engine = UploadEngine::new(Arc::clone(&gpu), config).map_err(PlayError::from)?;
     let mut bar = Bar::new(!args.json);
-    let summary = play(&gpu, &engine, &options, |p| bar.update(&p))?;
+    let summary = match &mut screen {
+        Some(screen) => play_in(&gpu, &engine, &options, screen, |p| bar.update(&p))?,
+        None => play(&gpu, &engine, &options, |p| bar.update(&p))?,
+    };
     bar.finish();
     if let Some(e) = bar.failed.take() {
         // Standard output went away mid-run: playback stopped at once.

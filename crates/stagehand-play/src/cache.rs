@@ -453,7 +453,16 @@ impl FrameCache {
         }
     }
 
-    /// Whether `pos` is decoded and held (for a cache bar).
+    /// Calls `each` with every position held (decoded, or failed), under
+    /// one look at the cache: for a cache bar.
+    pub fn held_positions(&self, mut each: impl FnMut(usize)) {
+        let state = self.state.lock();
+        for &pos in state.held.keys() {
+            each(pos);
+        }
+    }
+
+    /// Whether `pos` is decoded and held.
     pub fn contains(&self, pos: usize) -> bool {
         self.state.lock().held.contains_key(&pos)
     }

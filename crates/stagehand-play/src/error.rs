@@ -57,6 +57,9 @@ pub enum PlayError {
         /// What the OS said.
         reason: String,
     },
+    /// A window was asked for where none can open.
+    #[error("cannot open a window: {0}")]
+    NoDisplay(String),
     /// An option is out of range.
     #[error("invalid option: {0}")]
     InvalidOption(String),

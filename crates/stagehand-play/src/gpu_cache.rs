@@ -148,6 +148,18 @@ impl Handoff {
         (mine, passed)
     }
 
+    /// Render loop: lets go of the tier ticks before `tick` (a seek left
+    /// them) and returns how many; they are neither shown nor passed over.
+    pub fn discard_before(&self, tick: u64) -> u64 {
+        let mut state = self.state.lock();
+        let before = state.resident.len();
+        state.resident.retain(|&t| t >= tick);
+        let gone = (before - state.resident.len()) as u64;
+        drop(state);
+        self.changed.notify_all();
+        gone
+    }
+
     /// Stops the hand-off: waits on either side end. Returns the tier
     /// ticks never drawn.
     pub fn close(&self) -> u64 {

@@ -17,6 +17,8 @@ pub mod render;
 pub mod source;
 mod summary;
 pub mod testdata;
+pub mod transport;
+pub mod window;
 
 pub use cache::{CacheConfig, CacheStats, FrameCache};
 pub use error::PlayError;
@@ -24,7 +26,9 @@ pub use format::{FormatChoice, FormatPlan};
 pub use gpu_cache::GpuCacheStats;
 
 pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
-pub use player::{engine_config, play, wanted_features};
+pub use player::{engine_config, play, play_in, wanted_features};
 pub use render::{Display, Renderer, Transfer};
 pub use source::natural_cmp;
 pub use summary::{Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
+pub use transport::Command;
+pub use window::{PresentChoice, Screen, WindowOptions};

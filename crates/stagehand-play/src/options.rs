@@ -20,6 +20,8 @@ pub const MAX_DEPTH: usize = 16;
 /// Largest GPU tier: more than any device has today; the device's own
 /// out-of-memory stops the tier growing before that.
 pub const MAX_GPU_CACHE: u64 = 1 << 40;
+/// Most stops of exposure either way.
+pub const MAX_EXPOSURE: f64 = 32.0;
 /// Largest render target side.
 pub const MAX_OUTPUT_SIDE: u32 = 16_384;
 
@@ -113,6 +115,13 @@ pub struct PlayOptions {
     pub save_ticks: Vec<u64>,
     /// Where to record decode, render and memory; `None` records nothing.
     pub timeline: Option<Arc<stagehand_gpu::diag::Timeline>>,
+    /// The frame to start at: a frame number of the sequence (its
+    /// position, for names without numbers or synthetic frames).
+    pub seek: Option<i64>,
+    /// Start paused on the first frame (a window only).
+    pub start_paused: bool,
+    /// How a window's surface presents.
+    pub present: crate::window::PresentChoice,
 }
 
 impl Default for PlayOptions {
@@ -137,6 +146,9 @@ impl Default for PlayOptions {
             preroll: None,
             save_ticks: Vec::new(),
             timeline: None,
+            seek: None,
+            start_paused: false,
+            present: crate::window::PresentChoice::Auto,
         }
     }
 }

@@ -12,11 +12,15 @@ use crate::format::{self, FormatPlan};
 use crate::gpu_cache::{GpuCache, Handoff, Residency};
 use crate::options::{Mode, PlayOptions, Preroll};
 use crate::pattern;
-use crate::render::{Renderer, read_texture};
+use crate::render::overlay::{Cell, Overlay};
+use crate::render::{Display, Renderer, read_texture};
 use crate::source::{self, Frame, FrameInfo, SampleType, Sequence};
 use crate::summary::{Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
+use crate::transport::{Claim, Command, Route};
+use crate::window::{Screen, SurfaceInfo};
 use parking_lot::Mutex;
 use stagehand_gpu::Gpu;
+use stagehand_gpu::diag::human_bytes;
 use stagehand_gpu::upload::{
     CopyLayout, EngineConfig, FrameQueue, FrameQueueConfig, Upload, UploadEngine, UploadError,
     WaitReady,
@@ -57,12 +61,24 @@ enum Feed {
     },
 }
 
-/// The player's clock: starts after pre-roll; in every-frame mode it
-/// stands still while the render loop waits for a frame.
+/// The player's clock: starts after pre-roll; stands still while paused,
+/// and in every-frame mode while the render loop waits for a frame; a seek
+/// sets it to the new place's time.
 #[derive(Default)]
 struct Clock {
     start: OnceLock<Instant>,
-    waited_nanos: AtomicU64,
+    state: Mutex<ClockState>,
+}
+
+#[derive(Default)]
+struct ClockState {
+    /// Wall time since the start less play time, in nanoseconds (negative
+    /// once a seek has moved play time ahead of the wall).
+    behind: i128,
+    /// Since when it stands still.
+    paused_at: Option<Instant>,
+    /// Time it stood still waiting for frames (every-frame mode).
+    waited: Duration,
 }
 
 impl Clock {
@@ -71,18 +87,59 @@ impl Clock {
     }
 
     fn waited(&self) -> Duration {
-        Duration::from_nanos(self.waited_nanos.load(Ordering::Relaxed))
+        self.state.lock().waited
     }
 
     /// Play time now; `None` before the clock starts.
     fn now(&self) -> Option<Duration> {
         let start = *self.start.get()?;
-        Some(start.elapsed().saturating_sub(self.waited()))
+        let state = self.state.lock();
+        let wall = state.paused_at.unwrap_or_else(Instant::now) - start;
+        let t = wall.as_nanos() as i128 - state.behind;
+        Some(Duration::from_nanos(t.clamp(0, i128::from(u64::MAX)) as u64))
     }
 
+    /// When play time reaches `t` (if the clock runs).
+    fn due(&self, t: Duration) -> Instant {
+        let start = self.start();
+        let behind = self.state.lock().behind;
+        let at = t.as_nanos() as i128 + behind;
+        if at >= 0 {
+            start + Duration::from_nanos(at.min(i128::from(u64::MAX)) as u64)
+        } else {
+            start
+        }
+    }
+
+    /// Every-frame mode: the clock stood still for `d`.
     fn wait_added(&self, d: Duration) {
-        self.waited_nanos
-            .fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+        let mut state = self.state.lock();
+        state.behind += d.as_nanos() as i128;
+        state.waited += d;
+    }
+
+    fn pause(&self) {
+        let mut state = self.state.lock();
+        state.paused_at.get_or_insert_with(Instant::now);
+    }
+
+    fn resume(&self) {
+        let mut state = self.state.lock();
+        if let Some(at) = state.paused_at.take() {
+            state.behind += at.elapsed().as_nanos() as i128;
+        }
+    }
+
+    fn paused(&self) -> bool {
+        self.state.lock().paused_at.is_some()
+    }
+
+    /// Sets play time to `t`, running or not.
+    fn set(&self, t: Duration) {
+        let start = self.start();
+        let mut state = self.state.lock();
+        let wall = state.paused_at.unwrap_or_else(Instant::now) - start;
+        state.behind = wall.as_nanos() as i128 - t.as_nanos() as i128;
     }
 }
 
@@ -108,6 +165,11 @@ struct Counters {
 /// Everything one run shares between its threads.
 struct Shared {
     queue: Arc<FrameQueue>,
+    /// Which position each tick shows.
+    route: Route,
+    /// Ticks the producer pushes at most (headless: the ticks the run
+    /// has); `None`: until playback ends (a window, moved around).
+    last_tick: Option<u64>,
     clock: Clock,
     counters: Counters,
     period: Duration,
@@ -140,18 +202,50 @@ impl Shared {
     }
 }
 
-/// Plays and returns what happened; `progress` is called once per render
-/// tick, and ends playback early by returning `ControlFlow::Break` (the
-/// summary then covers the ticks run). The engine is passed in so its stats can join a report; open the
-/// GPU with [`wanted_features`] for 16-bit sources at full precision.
+/// Plays into an offscreen target and returns what happened; `progress`
+/// is called once per render tick, and ends playback early by returning
+/// `ControlFlow::Break` (the summary then covers the ticks run). The
+/// engine is passed in so its stats can join a report; open the GPU with
+/// [`wanted_features`] for 16-bit sources at full precision.
 pub fn play(
     gpu: &Arc<Gpu>,
     engine: &UploadEngine,
     options: &PlayOptions,
+    progress: impl FnMut(Progress) -> ControlFlow<()>,
+) -> Result<PlaySummary, PlayError> {
+    play_to(gpu, engine, options, None, progress)
+}
+
+/// Plays into a window, with transport (see [`crate::window::keys`]) and
+/// the overlay; otherwise like [`play`]. Open the GPU with the screen's
+/// [display handle](Screen::display_handle). Playback ends when the window
+/// closes, on Q or Esc, or after `options.frames` ticks; a sequence that
+/// does not loop holds its last frame, paused, at the end.
+pub fn play_in(
+    gpu: &Arc<Gpu>,
+    engine: &UploadEngine,
+    options: &PlayOptions,
+    screen: &mut Screen,
+    progress: impl FnMut(Progress) -> ControlFlow<()>,
+) -> Result<PlaySummary, PlayError> {
+    play_to(gpu, engine, options, Some(screen), progress)
+}
+
+fn play_to(
+    gpu: &Arc<Gpu>,
+    engine: &UploadEngine,
+    options: &PlayOptions,
+    screen: Option<&mut Screen>,
     mut progress: impl FnMut(Progress) -> ControlFlow<()>,
 ) -> Result<PlaySummary, PlayError> {
     options.validate()?;
-    let opened = open_feed(gpu, options)?;
+    if options.start_paused && screen.is_none() {
+        return Err(PlayError::InvalidOption(
+            "--start-paused needs a window: headless, nothing could resume it".into(),
+        ));
+    }
+    let windowed = screen.is_some();
+    let opened = open_feed(gpu, options, windowed)?;
     if let Some(&tick) = options.save_ticks.iter().find(|&&t| t >= opened.total) {
         return Err(PlayError::InvalidOption(format!(
             "--save-frame {tick}: playback has only {} ticks (0 to {})",
@@ -176,7 +270,40 @@ pub fn play(
         .sample
         .is_float()
         .then_some(options.display);
-    let renderer = Renderer::new(gpu, &queue, opened.size, options.output_size, display)?;
+    let mut output = match screen {
+        None => Output::Offscreen,
+        Some(screen) => {
+            let info = screen.attach(gpu, options.present, options.fps)?;
+            screen.set_timeline_len(opened.len);
+            let overlay = Overlay::new(gpu, screen.format())?;
+            Output::Window(Box::new(Windowed {
+                screen,
+                overlay,
+                hud: true,
+                info,
+                cells: Vec::new(),
+                cells_at: None,
+                text_at: None,
+                presents: std::collections::VecDeque::new(),
+            }))
+        }
+    };
+    let target_format = match &output {
+        Output::Offscreen => crate::render::OUTPUT_FORMAT,
+        Output::Window(w) => w.screen.format(),
+    };
+    let output_size = match &output {
+        Output::Offscreen => options.output_size,
+        Output::Window(w) => w.screen.size(),
+    };
+    let mut renderer = Renderer::new(
+        gpu,
+        &queue,
+        opened.size,
+        (output_size.0.max(1), output_size.1.max(1)),
+        target_format,
+        display,
+    )?;
     let gpu_cache = match (&opened.feed, options.gpu_cache_bytes) {
         (Feed::Sequence { sequence, .. }, Some(budget)) if budget > 0 => {
             Some(GpuCache::new(gpu, &desc, budget, sequence.len())?)
@@ -189,6 +316,8 @@ pub fn play(
     });
     let shared = Arc::new(Shared {
         queue,
+        route: Route::new(opened.len, opened.start, options.looped),
+        last_tick: (!windowed).then_some(opened.total),
         clock: Clock::default(),
         counters: Counters::default(),
         period,
@@ -221,10 +350,25 @@ pub fn play(
         screen: None,
         gaps: 0,
         tier_leftover: 0,
+        tier_discarded: 0,
+        intervals: Vec::new(),
+        last_present: None,
+        display,
+        ticks_run: 0,
     };
-    let result = run.play(gpu, engine, &renderer, options, &mut progress);
+    let result = run.play(
+        gpu,
+        engine,
+        &mut renderer,
+        &mut output,
+        options,
+        &mut progress,
+    );
     let frames_run = run.stop();
-    let (ticks, preroll, prerolled, first_second_peak) = result?;
+    let played = result?;
+    let (ticks, next_tick) = (played.ticks, played.next_tick);
+    let (preroll, prerolled, first_second_peak) =
+        (played.preroll, played.prerolled, played.first_second_peak);
     let frames = frames_run?;
     let c = &shared.counters;
     let seconds = shared
@@ -245,23 +389,21 @@ pub fn play(
         .recent_pushes
         .lock()
         .iter()
-        .filter(|&&k| k >= ticks)
+        .filter(|&&k| k >= next_tick)
         .count() as u64;
-    let pushed = c.pushed.load(Ordering::Relaxed) - beyond;
+    // Frames pushed for places a seek left were never due.
+    let pushed = c
+        .pushed
+        .load(Ordering::Relaxed)
+        .saturating_sub(beyond + frames.discarded);
     let mut frames = frames;
     frames.pushed = frames.pushed.saturating_sub(beyond);
     frames.dropped = frames.dropped.saturating_sub(beyond);
     let left_to_tier = c
         .left_to_tier
         .load(Ordering::Relaxed)
-        .saturating_sub(run.tier_leftover);
-    let source_numbers = |k: u64| match &opened.feed {
-        Feed::Sequence { sequence, .. } => {
-            let pos = (k % sequence.len() as u64) as usize;
-            sequence.entries[pos].number.unwrap_or(pos as i64)
-        }
-        Feed::Synthetic(_) => k as i64,
-    };
+        .saturating_sub(run.tier_leftover + run.tier_discarded);
+    let source_numbers = |pos: usize| number_at(&opened.feed, pos);
     Ok(PlaySummary {
         adapter: format!("{} ({:?})", gpu.info().name, gpu.info().backend),
         source: options
@@ -269,7 +411,19 @@ pub fn play(
             .as_ref()
             .map_or_else(|| "synthetic".into(), |p| p.display().to_string()),
         size: opened.size,
-        output_size: options.output_size,
+        output_size,
+        output: match &output {
+            Output::Offscreen => "offscreen".into(),
+            Output::Window(w) => format!(
+                "window {}x{} ({}, {}: {})",
+                w.screen.size().0,
+                w.screen.size().1,
+                w.info.format,
+                w.info.present_mode,
+                w.info.reason
+            ),
+        },
+        present_interval: Millis::of(std::mem::take(&mut run.intervals)),
         fps: options.fps,
         mode: options.mode,
         format: opened.plan.clone(),
@@ -327,16 +481,29 @@ pub fn play(
             .iter()
             .map(|s| SavedTick {
                 tick: s.tick,
-                frame: s.frame.map(source_numbers),
+                frame: s.position.map(source_numbers),
             })
             .collect(),
         saved: std::mem::take(&mut run.saved),
     })
 }
 
+/// The frame number of position `pos`: the sequence's own where names
+/// carry one, else the position.
+fn number_at(feed: &Feed, pos: usize) -> i64 {
+    match feed {
+        Feed::Sequence { sequence, .. } => number_of(sequence, pos),
+        Feed::Synthetic(_) => pos as i64,
+    }
+}
+
 /// A feed, opened: its frames' size and format, and how many ticks to run.
 struct Opened {
     feed: Feed,
+    /// Positions in it.
+    len: usize,
+    /// The position playback starts at (`--seek`).
+    start: usize,
     size: (u32, u32),
     plan: FormatPlan,
     total: u64,
@@ -345,7 +512,7 @@ struct Opened {
 /// Opens the sequence (reading every frame's header, so a frame of
 /// another size or type is an error before anything plays) or the
 /// synthetic painter, and chooses the texture format.
-fn open_feed(gpu: &Gpu, options: &PlayOptions) -> Result<Opened, PlayError> {
+fn open_feed(gpu: &Gpu, options: &PlayOptions, windowed: bool) -> Result<Opened, PlayError> {
     let has_16bit_norm = gpu
         .device()
         .features()
@@ -358,17 +525,29 @@ fn open_feed(gpu: &Gpu, options: &PlayOptions) -> Result<Opened, PlayError> {
             sample: SampleType::U8,
         };
         let plan = format::choose(info, crate::FormatChoice::Rgba8, has_16bit_norm)?;
-        let total = options
+        let len = options
             .frames
             .unwrap_or_else(|| (options.fps * 5.0).ceil() as u64);
+        let start = match options.seek {
+            None => 0,
+            Some(n) if (0..len as i64).contains(&n) => n as usize,
+            Some(n) => {
+                return Err(PlayError::InvalidOption(format!(
+                    "--seek {n}: synthetic playback has frames 0 to {}",
+                    len.saturating_sub(1)
+                )));
+            }
+        };
         return Ok(Opened {
             feed: Feed::Synthetic(Arc::new(pattern::Painter::new(
                 options.size.0,
                 options.size.1,
             ))),
+            len: len as usize,
+            start,
             size: options.size,
             plan,
-            total,
+            total: ticks_to_run(options, len, start as u64, windowed),
         });
     };
     let sequence = Sequence::open(spec, options.range)?;
@@ -404,11 +583,28 @@ fn open_feed(gpu: &Gpu, options: &PlayOptions) -> Result<Opened, PlayError> {
     }
     let plan = format::choose(info, options.format, has_16bit_norm)?;
     let len = sequence.len() as u64;
-    let total = match options.frames {
-        Some(n) if options.looped => n,
-        Some(n) => n.min(len),
-        None => len,
+    let start = match options.seek {
+        None => 0,
+        Some(n) => sequence
+            .entries
+            .iter()
+            .position(|e| e.number.unwrap_or(-1) == n)
+            .or_else(|| {
+                // Names without numbers: the seek is a position.
+                (sequence.entries.iter().all(|e| e.number.is_none())
+                    && (0..len as i64).contains(&n))
+                .then_some(n as usize)
+            })
+            .ok_or_else(|| {
+                PlayError::InvalidOption(format!(
+                    "--seek {n}: the sequence has frames {} to {}",
+                    number_of(&sequence, 0),
+                    number_of(&sequence, sequence.len().saturating_sub(1))
+                ))
+            })?,
     };
+    let total = ticks_to_run(options, len, start as u64, windowed);
+    let sequence = Arc::new(sequence);
     let frame_bytes = largest as u64;
     let read_behind = (options.read_behind * options.fps).ceil() as usize;
     let config = CacheConfig {
@@ -429,13 +625,36 @@ fn open_feed(gpu: &Gpu, options: &PlayOptions) -> Result<Opened, PlayError> {
     let cache = Arc::new(FrameCache::new(config, sequence.len(), gaps, frame_bytes));
     Ok(Opened {
         feed: Feed::Sequence {
-            sequence: Arc::new(sequence),
+            sequence: Arc::clone(&sequence),
             cache,
         },
+        len: sequence.len(),
+        start,
         size: (info.width, info.height),
         plan,
         total,
     })
+}
+
+fn number_of(sequence: &Sequence, pos: usize) -> i64 {
+    sequence
+        .entries
+        .get(pos)
+        .and_then(|e| e.number)
+        .unwrap_or(pos as i64)
+}
+
+/// How many ticks a run has: headless, the range from `start` once (or
+/// `frames`, looping); in a window, `frames` if given, else until the
+/// window closes.
+fn ticks_to_run(options: &PlayOptions, len: u64, start: u64, windowed: bool) -> u64 {
+    match (options.frames, windowed) {
+        (Some(n), true) => n,
+        (None, true) => crate::options::MAX_FRAMES,
+        (Some(n), false) if options.looped => n,
+        (Some(n), false) => n.min(len - start),
+        (None, false) => len - start,
+    }
 }
 
 /// A frame must match the sequence's first in size.
@@ -577,13 +796,21 @@ fn spawn_producer(
 }
 
 fn produce(shared: &Shared, feed: &Feed) -> Result<(), PlayError> {
-    let result = (0..shared.total).try_for_each(|k| {
-        produce_one(shared, feed, k)?;
-        if let Some(tier) = &shared.tier {
-            tier.handoff.decided(k + 1);
+    let result = (|| {
+        loop {
+            let (k, pos) = match shared.route.claim() {
+                Claim::Tick { tick, pos } => (tick, pos),
+                Claim::Closed => return Ok(()),
+            };
+            if shared.last_tick.is_some_and(|last| k >= last) {
+                return Ok(());
+            }
+            produce_one(shared, feed, k, pos)?;
+            if let Some(tier) = &shared.tier {
+                tier.handoff.decided(k + 1);
+            }
         }
-        Ok(())
-    });
+    })();
     if result.is_err()
         && let Some(tier) = &shared.tier
     {
@@ -598,7 +825,8 @@ fn produce(shared: &Shared, feed: &Feed) -> Result<(), PlayError> {
     }
 }
 
-fn produce_one(shared: &Shared, feed: &Feed, k: u64) -> Result<(), PlayError> {
+/// Pushes tick `k`, which shows position `pos`.
+fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), PlayError> {
     let pts = shared.pts(k);
     let upload = match feed {
         Feed::Synthetic(painter) => {
@@ -606,11 +834,10 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64) -> Result<(), PlayError> {
             shared
                 .queue
                 .push_with(k, pts, move |mut out, layout: &CopyLayout| {
-                    painter.paint(k, &mut out, layout.staging_pitch as usize);
+                    painter.paint(pos as u64, &mut out, layout.staging_pitch as usize);
                 })?
         }
         Feed::Sequence { sequence, cache } => {
-            let pos = (k % sequence.len() as u64) as usize;
             if sequence.entries[pos].path.is_none() {
                 return Ok(());
             }
@@ -622,9 +849,8 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64) -> Result<(), PlayError> {
                     .now()
                     .is_some_and(|now| now > pts + shared.period)
             {
-                let next = pos + 1;
-                let looped = shared.total > sequence.len() as u64;
-                cache.set_playhead(if looped { next % sequence.len() } else { next });
+                let next = shared.route.position(k + 1).unwrap_or(pos + 1);
+                cache.set_playhead(next);
                 return Ok(());
             }
             cache.set_playhead(pos);
@@ -671,6 +897,39 @@ fn record_latency(upload: Upload, shared: &Shared) {
     });
 }
 
+/// Where the render loop draws.
+enum Output<'s> {
+    /// The renderer's own target, headless.
+    Offscreen,
+    /// A window, with its overlay.
+    Window(Box<Windowed<'s>>),
+}
+
+/// A window being played into.
+struct Windowed<'s> {
+    screen: &'s mut Screen,
+    overlay: Overlay,
+    /// Whether the heads-up display shows.
+    hud: bool,
+    info: SurfaceInfo,
+    /// The timeline's cells, as last looked up.
+    cells: Vec<Cell>,
+    cells_at: Option<Instant>,
+    text_at: Option<Instant>,
+    /// When the last second's new frames were presented, for the achieved
+    /// rate on the heads-up display.
+    presents: std::collections::VecDeque<Instant>,
+}
+
+/// How often the overlay looks at the caches and re-renders its text.
+const CELLS_EVERY: Duration = Duration::from_millis(100);
+const TEXT_EVERY: Duration = Duration::from_millis(250);
+/// How often a paused window redraws (its overlay moves on: the cache
+/// fills).
+const PAUSED_REDRAW: Duration = Duration::from_millis(100);
+/// Longest a seek or a step waits for its frame before showing what it has.
+const SEEK_WAIT: Duration = Duration::from_secs(10);
+
 /// The render loop's state and measurements.
 struct Run<'a> {
     shared: Arc<Shared>,
@@ -688,11 +947,31 @@ struct Run<'a> {
     gaps: u64,
     /// Ticks left to the GPU tier past the last tick run.
     tier_leftover: u64,
+    /// Ticks left to the GPU tier for places a seek left.
+    tier_discarded: u64,
+    /// Milliseconds between successive presents while playing.
+    intervals: Vec<f64>,
+    /// The last present while playing; `None` after a pause, step or seek.
+    last_present: Option<Instant>,
+    /// The display transform now (exposure keys change it).
+    display: Option<Display>,
+    /// Ticks run so far.
+    ticks_run: u64,
 }
 
-/// Ticks run, pre-roll seconds, frames pre-rolled, and the staging peak
-/// of the first second.
-type Played = (u64, f64, u64, Option<u64>);
+/// What the render loop did.
+struct Played {
+    /// Ticks run.
+    ticks: u64,
+    /// The tick after the last one run: pushes from it on were never due.
+    next_tick: u64,
+    /// Pre-roll seconds.
+    preroll: f64,
+    /// Frames the cache held when pre-roll ended.
+    prerolled: u64,
+    /// The staging peak of the first second.
+    first_second_peak: Option<u64>,
+}
 
 impl Drop for Run<'_> {
     /// A run left early (an error, or a panic in the progress callback)
@@ -704,12 +983,20 @@ impl Drop for Run<'_> {
     }
 }
 
+/// What the loop does after handling the user's commands.
+#[derive(PartialEq, Eq)]
+enum Next {
+    Go,
+    Quit,
+}
+
 impl Run<'_> {
     fn play(
         &mut self,
         gpu: &Gpu,
         engine: &UploadEngine,
-        renderer: &Renderer,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
         options: &PlayOptions,
         progress: &mut impl FnMut(Progress) -> ControlFlow<()>,
     ) -> Result<Played, PlayError> {
@@ -718,20 +1005,74 @@ impl Run<'_> {
         let preroll = preroll_started.elapsed().as_secs_f64();
         let shared = Arc::clone(&self.shared);
         let start = shared.clock.start();
+        if options.start_paused {
+            shared.clock.pause();
+        }
         gpu.tracker().reset_peaks();
         let mut first_second_peak = None;
         let mut last_frame_tick = None;
-        let mut ticks = 0;
+        let mut tick = 0;
         let mut pass = PassStats::default();
         let mut shown_before = 0;
-        for tick in 0..shared.total {
-            ticks = tick + 1;
+        if options.start_paused {
+            // Show the first frame, then wait for the user.
+            self.show_now(gpu, renderer, output, tick, options)?;
+            tick += 1;
+        }
+        while self.ticks_run < shared.total {
             self.check_failed()?;
-            let due = start + shared.clock.waited() + shared.pts(tick);
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
+            let paused = shared.clock.paused();
+            let due = shared.clock.due(shared.pts(tick));
+            // Wait for the tick's time (or, paused, for the user), handling
+            // the window's events meanwhile.
+            let commands = match output {
+                Output::Offscreen => {
+                    if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                        std::thread::sleep(wait);
+                    }
+                    Vec::new()
+                }
+                Output::Window(w) => {
+                    let wait = if paused {
+                        PAUSED_REDRAW
+                    } else {
+                        due.saturating_duration_since(Instant::now())
+                    };
+                    w.screen.pump(wait);
+                    if w.screen.closed() {
+                        break;
+                    }
+                    w.screen.take_commands()
+                }
+            };
+            let mut quit = false;
+            for command in commands {
+                quit |=
+                    self.command(gpu, renderer, output, &mut tick, command, options)? == Next::Quit;
             }
-            if self.is_frame(tick) {
+            if quit {
+                break;
+            }
+            if shared.clock.paused() {
+                self.redraw(gpu, renderer, output)?;
+                continue;
+            }
+            if Instant::now() < shared.clock.due(shared.pts(tick)) {
+                // Woken early by the window: not this tick's time yet.
+                continue;
+            }
+            let Some(pos) = shared.route.position(tick) else {
+                // The end of a sequence that does not loop: headless, the
+                // run is over; a window holds the last frame, paused.
+                if matches!(output, Output::Offscreen) {
+                    break;
+                }
+                shared.clock.pause();
+                self.last_present = None;
+                continue;
+            };
+            let is_frame = self.is_frame(pos);
+            if is_frame {
                 last_frame_tick = Some(tick);
             }
             let from_tier = self.tier_tick(tick);
@@ -739,17 +1080,18 @@ impl Run<'_> {
                 && !from_tier
                 && let Some(want) = last_frame_tick
             {
-                self.wait_for(want)?;
+                self.wait_for(want, output)?;
             }
             let t = match shared.mode {
                 Mode::Realtime => shared.clock.now().unwrap_or_default(),
                 Mode::EveryFrame => shared.pts(tick),
             };
-            self.tick(gpu, renderer, tick, t, from_tier, options)?;
+            self.tick(gpu, renderer, output, tick, t, from_tier, options, true)?;
+            tick += 1;
             self.sample(gpu, engine, &shared);
-            pass.frames += u64::from(self.is_frame(tick));
-            self.gaps += u64::from(!self.is_frame(tick));
-            if self.ends_pass(tick) {
+            pass.frames += u64::from(is_frame);
+            self.gaps += u64::from(!is_frame);
+            if pos + 1 == shared.route.len() {
                 let shown = self.shown();
                 self.close_pass(&mut pass, shown - shown_before);
                 shown_before = shown;
@@ -760,7 +1102,7 @@ impl Run<'_> {
                 engine.staging_pool().reset_peaks();
             }
             let asked = progress(Progress {
-                tick: tick + 1,
+                tick: self.ticks_run,
                 ticks: shared.total,
                 frames: shared.queue.stats(),
                 bandwidth: engine.stats().bandwidth,
@@ -773,7 +1115,185 @@ impl Run<'_> {
             let shown = self.shown();
             self.close_pass(&mut pass, shown - shown_before);
         }
-        Ok((ticks, preroll, prerolled, first_second_peak))
+        Ok(Played {
+            ticks: self.ticks_run,
+            next_tick: tick,
+            preroll,
+            prerolled,
+            first_second_peak,
+        })
+    }
+
+    /// Carries out one command; returns whether to go on. A step or a seek
+    /// shows its frame at once.
+    fn command(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        tick: &mut u64,
+        command: Command,
+        options: &PlayOptions,
+    ) -> Result<Next, PlayError> {
+        let shared = Arc::clone(&self.shared);
+        let clock = &shared.clock;
+        let len = shared.route.len();
+        let on_screen = self.screen_position();
+        match command {
+            Command::Quit => return Ok(Next::Quit),
+            Command::TogglePause if clock.paused() => {
+                if shared.route.position(*tick).is_none() {
+                    // Play again from the start of the range.
+                    self.seek(gpu, renderer, output, tick, 0, options)?;
+                }
+                self.last_present = None;
+                clock.resume();
+            }
+            Command::TogglePause => clock.pause(),
+            Command::Step(n) => {
+                clock.pause();
+                if n > 0 {
+                    if shared.route.position(*tick).is_some() {
+                        self.show_now(gpu, renderer, output, *tick, options)?;
+                        *tick += 1;
+                    }
+                } else if let Some(pos) = on_screen {
+                    let back = (n.unsigned_abs() as usize).min(len);
+                    let to = if pos >= back {
+                        pos - back
+                    } else if shared.route.looped() {
+                        len - (back - pos)
+                    } else {
+                        0
+                    };
+                    self.seek(gpu, renderer, output, tick, to, options)?;
+                }
+            }
+            Command::First => self.seek(gpu, renderer, output, tick, 0, options)?,
+            Command::Last => {
+                self.seek(gpu, renderer, output, tick, len.saturating_sub(1), options)?;
+            }
+            Command::Seek(pos) => {
+                self.seek(gpu, renderer, output, tick, pos.min(len - 1), options)?;
+            }
+            Command::ToggleLoop => shared.route.set_looped(!shared.route.looped()),
+            Command::Exposure(stops) => {
+                if let Some(display) = &mut self.display {
+                    let max = crate::options::MAX_EXPOSURE as f32;
+                    display.exposure = (display.exposure + stops).clamp(-max, max);
+                    renderer.set_display(gpu, self.display)?;
+                }
+            }
+            Command::ToggleFullscreen => {
+                if let Output::Window(w) = output {
+                    w.screen.toggle_fullscreen();
+                }
+            }
+            Command::ToggleHud => {
+                if let Output::Window(w) = output {
+                    w.hud = !w.hud;
+                    w.text_at = None;
+                }
+            }
+        }
+        Ok(Next::Go)
+    }
+
+    /// Moves playback to position `pos`: a new leg of the route from a
+    /// tick past everything pushed, the frames pushed for the old place
+    /// let go, the clock set to the new tick's time. Shows the frame at
+    /// once (waiting for it, with the clock still).
+    fn seek(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        tick: &mut u64,
+        pos: usize,
+        options: &PlayOptions,
+    ) -> Result<(), PlayError> {
+        let shared = Arc::clone(&self.shared);
+        let start = shared.route.seek(*tick, pos);
+        shared.queue.discard_before(start);
+        if let Some(tier) = &shared.tier {
+            self.tier_discarded += tier.handoff.discard_before(start);
+        }
+        if let Feed::Sequence { cache, .. } = self.feed {
+            cache.set_playhead(pos);
+        }
+        *tick = start + 1;
+        self.show_now(gpu, renderer, output, start, options)
+    }
+
+    /// Runs tick `tick` now, out of the clock's order (a step or a seek):
+    /// the clock is set to its time, and stands still while its frame
+    /// comes. Nothing past the end of the route.
+    fn show_now(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        tick: u64,
+        options: &PlayOptions,
+    ) -> Result<(), PlayError> {
+        let shared = Arc::clone(&self.shared);
+        let Some(pos) = shared.route.position(tick) else {
+            return Ok(());
+        };
+        let was_paused = shared.clock.paused();
+        shared.clock.pause();
+        shared.clock.set(shared.pts(tick));
+        let from_tier = self.tier_tick(tick);
+        if !from_tier && self.is_frame(pos) {
+            let deadline = Instant::now() + SEEK_WAIT;
+            while shared.queue.wait_ready(tick, Duration::from_millis(20)) == WaitReady::TimedOut
+                && Instant::now() < deadline
+            {
+                self.check_failed()?;
+                if let Output::Window(w) = output {
+                    w.screen.pump(Duration::ZERO);
+                    if w.screen.closed() {
+                        break;
+                    }
+                }
+            }
+        }
+        self.last_present = None;
+        self.tick(
+            gpu,
+            renderer,
+            output,
+            tick,
+            shared.pts(tick),
+            from_tier,
+            options,
+            false,
+        )?;
+        self.gaps += u64::from(!self.is_frame(pos));
+        if !was_paused {
+            shared.clock.resume();
+        }
+        Ok(())
+    }
+
+    /// The sequence position of the frame on screen.
+    fn screen_position(&self) -> Option<usize> {
+        let (tick, _) = self.screen?;
+        self.shared.route.position(tick)
+    }
+
+    /// Draws the frame on screen again (paused: the overlay moves on, the
+    /// window may have been resized or the exposure changed).
+    fn redraw(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+    ) -> Result<(), PlayError> {
+        if let Output::Window(_) = output {
+            self.present(gpu, renderer, output, false)?;
+        }
+        Ok(())
     }
 
     /// Frames put on screen so far, from the queue and the GPU tier.
@@ -795,12 +1315,10 @@ impl Run<'_> {
         mine
     }
 
-    /// The position in the sequence of tick `tick`.
+    /// The position in the sequence of tick `tick` (0 for a tick the
+    /// route no longer knows: it was pushed for a place a seek left).
     fn position(&self, tick: u64) -> usize {
-        match self.feed {
-            Feed::Synthetic(_) => 0,
-            Feed::Sequence { sequence, .. } => (tick % sequence.len() as u64) as usize,
-        }
+        self.shared.route.position(tick).unwrap_or(0)
     }
 
     /// The picture for tick `tick`: the GPU tier's, or the frame queue's
@@ -854,28 +1372,17 @@ impl Run<'_> {
         }
     }
 
-    /// Whether tick `tick` is the last of a pass over the sequence.
-    fn ends_pass(&self, tick: u64) -> bool {
-        match self.feed {
-            Feed::Synthetic(_) => false,
-            Feed::Sequence { sequence, .. } => (tick + 1).is_multiple_of(sequence.len() as u64),
-        }
-    }
-
     fn close_pass(&mut self, pass: &mut PassStats, shown: u64) {
         pass.shown = shown.min(pass.frames);
         pass.missed = pass.frames - pass.shown;
         self.passes.push(std::mem::take(pass));
     }
 
-    /// Whether tick `tick` carries a frame (not a gap).
-    fn is_frame(&self, tick: u64) -> bool {
+    /// Whether position `pos` carries a frame (not a gap).
+    fn is_frame(&self, pos: usize) -> bool {
         match self.feed {
             Feed::Synthetic(_) => true,
-            Feed::Sequence { sequence, .. } => {
-                let pos = (tick % sequence.len() as u64) as usize;
-                sequence.entries[pos].path.is_some()
-            }
+            Feed::Sequence { sequence, .. } => sequence.entries[pos].path.is_some(),
         }
     }
 
@@ -929,35 +1436,49 @@ impl Run<'_> {
     }
 
     /// Every-frame mode: waits until frame `tick` has landed (or failed),
-    /// with the clock standing still meanwhile.
-    fn wait_for(&mut self, tick: u64) -> Result<(), PlayError> {
+    /// with the clock standing still meanwhile (a window's events are
+    /// still handled: its commands run at the next tick).
+    fn wait_for(&mut self, tick: u64, output: &mut Output<'_>) -> Result<(), PlayError> {
         let started = Instant::now();
-        while self
-            .shared
-            .queue
-            .wait_ready(tick, Duration::from_millis(100))
-            == WaitReady::TimedOut
-        {
-            // Wakes every 100 ms to stop at once if the producer failed.
+        let slice = match output {
+            Output::Offscreen => Duration::from_millis(100),
+            Output::Window(_) => Duration::from_millis(20),
+        };
+        while self.shared.queue.wait_ready(tick, slice) == WaitReady::TimedOut {
+            // Wakes now and then to stop at once if the producer failed.
             self.check_failed()?;
+            if let Output::Window(w) = output {
+                w.screen.pump(Duration::ZERO);
+                if w.screen.closed() {
+                    break;
+                }
+            }
         }
         self.shared.clock.wait_added(started.elapsed());
         Ok(())
     }
 
+    /// Runs tick `tick`: picks the picture for time `t`, draws it, and
+    /// reads it back if this is a tick to save. `playing`: the tick follows
+    /// the one before at the clock's pace (its present interval counts).
+    #[allow(clippy::too_many_arguments)]
     fn tick(
         &mut self,
         gpu: &Gpu,
-        renderer: &Renderer,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
         tick: u64,
         t: Duration,
         from_tier: bool,
         options: &PlayOptions,
+        playing: bool,
     ) -> Result<(), PlayError> {
+        let index = self.ticks_run;
+        self.ticks_run += 1;
         let t1 = Instant::now();
         self.pick(gpu, renderer, tick, t, from_tier)?;
         let t2 = Instant::now();
-        renderer.draw(gpu, self.picture(renderer).map(|(bind, _)| bind))?;
+        self.present(gpu, renderer, output, playing)?;
         let t3 = Instant::now();
         self.blocked.push((t2 - t1).as_secs_f64() * 1e3);
         self.render.push((t3 - t2).as_secs_f64() * 1e3);
@@ -965,22 +1486,212 @@ impl Run<'_> {
             timeline.span("render", "present", t1, t2);
             timeline.span("render", "render pass", t2, t3);
         }
-        if options.save_ticks.contains(&tick) {
-            let (w, h, rgba) = renderer.read_back(gpu)?;
-            let texel = format::texel_bytes(self.shared.texture) as u32;
-            let texels = match self.picture(renderer) {
-                Some((_, texture)) => read_texture(gpu, texture, texel)?,
-                None => Vec::new(),
-            };
-            self.saved.push(Saved {
-                tick,
-                frame: self.screen.map(|(f, _)| f),
-                size: (w, h),
-                rgba,
-                texels,
-            });
+        if options.save_ticks.contains(&index) {
+            self.save(gpu, renderer, output, index)?;
         }
         Ok(())
+    }
+
+    /// Draws the picture on screen into the output and presents it.
+    /// `playing`: counts the interval since the last present.
+    fn present(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        playing: bool,
+    ) -> Result<(), PlayError> {
+        let bind = self.picture(renderer).map(|(bind, _)| bind);
+        let presented = match output {
+            Output::Offscreen => {
+                renderer.draw(gpu, bind)?;
+                Some(Instant::now())
+            }
+            Output::Window(w) => {
+                self.update_overlay(gpu, w)?;
+                let bind = self.picture(renderer).map(|(bind, _)| bind);
+                match w.screen.acquire(gpu) {
+                    // Minimised or occluded: nothing drawn, the clock goes on.
+                    None => None,
+                    Some(frame) => {
+                        let view = frame.texture.create_view(&wgpu::TextureViewDescriptor {
+                            format: Some(renderer.format()),
+                            ..Default::default()
+                        });
+                        let size = (frame.texture.width(), frame.texture.height());
+                        renderer.draw_to(
+                            gpu,
+                            Some((&view, size)),
+                            bind,
+                            Some((&w.overlay, w.hud)),
+                        )?;
+                        gpu.queue().present(frame);
+                        let now = Instant::now();
+                        if playing {
+                            w.presents.push_back(now);
+                            while w
+                                .presents
+                                .front()
+                                .is_some_and(|&p| now - p > Duration::from_secs(1))
+                            {
+                                w.presents.pop_front();
+                            }
+                        }
+                        Some(now)
+                    }
+                }
+            }
+        };
+        match (playing, presented) {
+            (true, Some(now)) => {
+                if let Some(last) = self.last_present {
+                    self.intervals.push((now - last).as_secs_f64() * 1e3);
+                }
+                self.last_present = Some(now);
+            }
+            (true, None) => {}
+            (false, _) => self.last_present = None,
+        }
+        Ok(())
+    }
+
+    /// Reads back what tick `index` drew: headless, the target; in a
+    /// window, the same draw (overlay and all) into a target of the
+    /// window's size.
+    fn save(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        index: u64,
+    ) -> Result<(), PlayError> {
+        if let Output::Window(w) = output {
+            let size = w.screen.size();
+            renderer.set_output_size(gpu, (size.0.max(1), size.1.max(1)))?;
+            let bind = self.picture(renderer).map(|(bind, _)| bind);
+            renderer.draw_to(gpu, None, bind, Some((&w.overlay, w.hud)))?;
+        }
+        let (w, h, rgba) = renderer.read_back(gpu)?;
+        let texel = format::texel_bytes(self.shared.texture) as u32;
+        let texels = match self.picture(renderer) {
+            Some((_, texture)) => read_texture(gpu, texture, texel)?,
+            None => Vec::new(),
+        };
+        self.saved.push(Saved {
+            tick: index,
+            frame: self.screen.map(|(f, _)| f),
+            position: self.screen_position(),
+            size: (w, h),
+            rgba,
+            texels,
+        });
+        Ok(())
+    }
+
+    /// Brings the overlay up to date: the timeline's cells (now and then),
+    /// the playhead, and the heads-up display's text.
+    fn update_overlay(&self, gpu: &Gpu, w: &mut Windowed<'_>) -> Result<(), PlayError> {
+        let now = Instant::now();
+        let len = self.shared.route.len();
+        if w.cells_at.is_none_or(|at| now - at >= CELLS_EVERY) {
+            w.cells_at = Some(now);
+            w.cells.clear();
+            w.cells.resize(len, Cell::Empty);
+            if let Feed::Sequence { sequence, cache } = self.feed {
+                cache.held_positions(|pos| w.cells[pos] = Cell::Ram);
+                for (pos, entry) in sequence.entries.iter().enumerate() {
+                    if entry.path.is_none() {
+                        w.cells[pos] = Cell::Gap;
+                    }
+                }
+            }
+            if let Some(tier) = &self.shared.tier {
+                for (pos, cell) in w.cells.iter_mut().enumerate() {
+                    if tier.residency.contains(pos) {
+                        *cell = Cell::Device;
+                    }
+                }
+            }
+        }
+        w.overlay
+            .set_timeline(gpu, &w.cells, self.screen_position())?;
+        if w.hud && w.text_at.is_none_or(|at| now - at >= TEXT_EVERY) {
+            w.text_at = Some(now);
+            let lines = self.hud_lines(w);
+            let scale = if w.screen.size().0 >= 1280 { 2 } else { 1 };
+            w.overlay.set_text(gpu, &lines, scale)?;
+        }
+        Ok(())
+    }
+
+    /// The heads-up display's lines.
+    fn hud_lines(&self, w: &Windowed<'_>) -> Vec<String> {
+        let shared = &self.shared;
+        let len = shared.route.len();
+        let pos = self.screen_position();
+        let fps = self.shared.period.as_secs_f64().recip();
+        let stats = shared.queue.stats();
+        let state = if shared.clock.paused() {
+            "paused"
+        } else {
+            "playing"
+        };
+        let looped = if shared.route.looped() {
+            "loop on"
+        } else {
+            "loop off"
+        };
+        let mut lines = vec![
+            match pos {
+                Some(p) => format!(
+                    "frame {} ({}/{})  {}",
+                    number_at(self.feed, p),
+                    p + 1,
+                    len,
+                    timecode(p as u64, fps)
+                ),
+                None => format!("frame -  (-/{len})"),
+            },
+            format!(
+                "{state}, {looped}  fps {:.2} of {:.2}",
+                w.presents.len(),
+                fps
+            ),
+            format!(
+                "dropped {}  late {}  failed {}",
+                stats.dropped, stats.late, stats.failed
+            ),
+        ];
+        if let Feed::Sequence { cache, .. } = self.feed {
+            let c = cache.stats();
+            lines.push(format!(
+                "cache {} frames, {} of {}",
+                c.frames,
+                human_bytes(c.bytes),
+                human_bytes(c.budget)
+            ));
+        }
+        if let Some(g) = &self.gpu_cache {
+            let g = g.stats();
+            lines.push(format!(
+                "gpu cache {} frames, {}",
+                g.frames,
+                human_bytes(g.bytes)
+            ));
+        }
+        let latency = {
+            let l = shared.counters.latencies.lock();
+            let recent = &l[l.len().saturating_sub(48)..];
+            Millis::of(recent.to_vec())
+        };
+        lines.push(format!(
+            "upload latency p50 {:.1} ms  p99 {:.1} ms",
+            latency.p50, latency.p99
+        ));
+        if let Some(d) = &self.display {
+            lines.push(format!("{:?}, exposure {:+.1}", d.transfer, d.exposure));
+        }
+        lines
     }
 
     fn sample(&self, gpu: &Gpu, engine: &UploadEngine, shared: &Shared) {
@@ -1004,6 +1715,7 @@ impl Run<'_> {
     /// every thread is joined. Returns the queue's final numbers, or the
     /// producer's error if it failed.
     fn stop(&mut self) -> Result<stagehand_gpu::upload::FrameStats, PlayError> {
+        self.shared.route.close();
         self.shared.queue.close();
         if let Feed::Sequence { cache, .. } = self.feed {
             cache.close();
@@ -1032,5 +1744,32 @@ impl Run<'_> {
             frames.dropped += tier.passed_over;
         }
         produced.map(|()| frames)
+    }
+}
+
+/// `frames` frames at `fps` as hours:minutes:seconds:frames (whole frames
+/// per second, rounded: no drop-frame counting).
+fn timecode(frames: u64, fps: f64) -> String {
+    let per_second = (fps.round() as u64).max(1);
+    let (seconds, f) = (frames / per_second, frames % per_second);
+    format!(
+        "{:02}:{:02}:{:02}:{:02}",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60,
+        f
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::timecode;
+
+    #[test]
+    fn timecode_counts_whole_frames_per_second() {
+        assert_eq!(timecode(0, 24.0), "00:00:00:00");
+        assert_eq!(timecode(23, 24.0), "00:00:00:23");
+        assert_eq!(timecode(24 * 3661 + 5, 24.0), "01:01:01:05");
+        assert_eq!(timecode(30, 29.97), "00:00:01:00");
     }
 }

@@ -80,8 +80,14 @@ pub struct PlaySummary {
     pub source: String,
     /// Frame size.
     pub size: (u32, u32),
-    /// Render target size.
+    /// Render target size (a window's, as it was at the end).
     pub output_size: (u32, u32),
+    /// Where frames went: offscreen, or a window with its surface format
+    /// and present mode.
+    pub output: String,
+    /// Time between successive presents while playing (pauses, steps and
+    /// seeks excepted), against the frame period `1000 / fps` ms.
+    pub present_interval: Millis,
     /// Target rate.
     pub fps: f64,
     /// Realtime or every frame.
@@ -157,9 +163,12 @@ pub struct Saved {
     pub tick: u64,
     /// The frame-queue number on screen (the render tick it was made for).
     pub frame: Option<u64>,
+    /// Its position in the sequence.
+    pub position: Option<usize>,
     /// Target width and height.
     pub size: (u32, u32),
-    /// What the render pass drew: tightly packed RGBA8.
+    /// What the render pass drew (in a window, what it presented, overlay
+    /// and all): tightly packed RGBA8.
     pub rgba: Vec<u8>,
     /// The texels of the frame texture on screen, tightly packed in the
     /// texture's format (empty before the first frame).
@@ -179,6 +188,7 @@ impl PlaySummary {
         let mut fields = vec![
             ("adapter".into(), Cell::text(&self.adapter)),
             ("source".into(), Cell::text(&self.source)),
+            ("output".into(), Cell::text(&self.output)),
             (
                 "frames".into(),
                 Cell::text(format!(
@@ -310,6 +320,7 @@ impl Section for PlaySummary {
             Row::new("upload latency", ms(&self.upload_latency)),
             Row::new("blocked by uploads", ms(&self.blocked)),
             Row::new("render pass", ms(&self.render)),
+            Row::new("present interval", ms(&self.present_interval)),
         ];
         let table = Table {
             title: Some("milliseconds:".into()),
@@ -323,6 +334,10 @@ impl Section for PlaySummary {
                 "presented + dropped + failed + never pushed = in range; late: shown more than a frame after its time.".into(),
                 "blocked by uploads: render-thread time per tick choosing the frame to show; the render pass (draw + submit) is timed apart.".into(),
                 "upload latency: from queued to GPU complete. after 1st second: the staging pool's peak from then on (flat memory: no growth).".into(),
+                format!(
+                    "present interval: between successive presents while playing; the frame period is {:.3} ms.",
+                    1000.0 / self.fps
+                ),
             ],
         }
     }

@@ -97,7 +97,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
 }
 
 fn run_wgpu(args: &BenchArgs) -> Result<(), Failure> {
-    let gpu = std::sync::Arc::new(args.gpu.open_with(stagehand_play::wanted_features())?);
+    let gpu = std::sync::Arc::new(args.gpu.open_for(stagehand_play::wanted_features(), None)?);
     let info = gpu.info();
     output::println(&format!(
         "adapter: {} ({:?}), {} rounds x {} ops, median round\n",

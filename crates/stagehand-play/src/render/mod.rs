@@ -3,6 +3,7 @@
 //! transform for scene-linear sources (`display.wgsl`).
 
 mod display;
+pub mod overlay;
 mod readback;
 
 pub use display::{Display, Transfer, encode};
@@ -13,10 +14,11 @@ use stagehand_gpu::Result;
 use stagehand_gpu::diag::Tracked;
 use stagehand_gpu::upload::FrameQueue;
 
-/// The output target's format.
+/// The offscreen target's format, headless.
 pub const OUTPUT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 
-/// Draws frame-queue slots into the output target.
+/// Draws frame-queue slots into the offscreen target, or into a window's
+/// surface texture (with the overlay).
 pub struct Renderer {
     shader: Tracked<wgpu::ShaderModule>,
     pipeline_layout: Tracked<wgpu::PipelineLayout>,
@@ -29,27 +31,32 @@ pub struct Renderer {
     params: Tracked<wgpu::Buffer>,
     output: Tracked<wgpu::Texture>,
     output_view: Tracked<wgpu::TextureView>,
+    /// The format of every target it draws into (8-bit, not sRGB).
+    format: wgpu::TextureFormat,
     /// The frames' size, for the letterbox.
     frame_size: (u32, u32),
 }
 
 impl Renderer {
-    /// A renderer for `queue`'s slots (frames of `frame_size`) into a
-    /// target of `size`. `display` is the transform for scene-linear
-    /// sources; `None` draws display-referred sources as they are stored.
+    /// A renderer for `queue`'s slots (frames of `frame_size`) into
+    /// targets of `format` (an 8-bit format, not sRGB: the pass writes
+    /// display-encoded values), with an offscreen target of `size`.
+    /// `display` is the transform for scene-linear sources; `None` draws
+    /// display-referred sources as they are stored.
     pub fn new(
         gpu: &Gpu,
         queue: &FrameQueue,
         frame_size: (u32, u32),
         size: (u32, u32),
+        format: wgpu::TextureFormat,
         display: Option<Display>,
     ) -> Result<Self> {
         let device = gpu.device();
-        let format = queue.texture(0).format();
+        let frame_format = queue.texture(0).format();
         // Rgba32Float filters only with an adapter feature: sample it
         // nearest where the device lacks it.
         let filterable = matches!(
-            format.sample_type(None, Some(device.features())),
+            frame_format.sample_type(None, Some(device.features())),
             Some(wgpu::TextureSampleType::Float { filterable: true })
         );
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -96,7 +103,7 @@ impl Renderer {
             label: Some("play display"),
             source: wgpu::ShaderSource::Wgsl(include_str!("display.wgsl").into()),
         })?;
-        let pipeline = Self::pipeline(gpu, &shader, &pipeline_layout, display)?;
+        let pipeline = Self::pipeline(gpu, &shader, &pipeline_layout, format, display)?;
         let filter = if filterable {
             wgpu::FilterMode::Linear
         } else {
@@ -116,7 +123,7 @@ impl Renderer {
         })?;
         gpu.queue()
             .write_buffer(&params, 0, &Display::params_of(display));
-        let output = Self::target(gpu, size)?;
+        let output = Self::target(gpu, size, format)?;
         let output_view = device.create_texture_view(&output, &Default::default())?;
         let mut renderer = Self {
             shader,
@@ -129,6 +136,7 @@ impl Renderer {
             params,
             output,
             output_view,
+            format,
             frame_size,
         };
         renderer.binds = (0..queue.depth())
@@ -165,10 +173,31 @@ impl Renderer {
         self.binds.get(slot).map(|b| &**b)
     }
 
-    fn target(gpu: &Gpu, size: (u32, u32)) -> Result<Tracked<wgpu::Texture>> {
+    fn target(
+        gpu: &Gpu,
+        size: (u32, u32),
+        format: wgpu::TextureFormat,
+    ) -> Result<Tracked<wgpu::Texture>> {
         let usage = wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC;
         gpu.device()
-            .create_texture(&texture_2d("play output", size, OUTPUT_FORMAT, usage))
+            .create_texture(&texture_2d("play output", size, format, usage))
+    }
+
+    /// The format it draws into.
+    pub fn format(&self) -> wgpu::TextureFormat {
+        self.format
+    }
+
+    /// Gives the offscreen target another size (a window's, to read back
+    /// what it presented).
+    pub fn set_output_size(&mut self, gpu: &Gpu, size: (u32, u32)) -> Result<()> {
+        if (self.output.width(), self.output.height()) != size {
+            self.output = Self::target(gpu, size, self.format)?;
+            self.output_view = gpu
+                .device()
+                .create_texture_view(&self.output, &Default::default())?;
+        }
+        Ok(())
     }
 
     /// The pipeline for `display`: the transfer function and whether the
@@ -179,6 +208,7 @@ impl Renderer {
         gpu: &Gpu,
         shader: &wgpu::ShaderModule,
         layout: &wgpu::PipelineLayout,
+        format: wgpu::TextureFormat,
         display: Option<Display>,
     ) -> Result<Tracked<wgpu::RenderPipeline>> {
         let constants = Display::constants(display);
@@ -202,7 +232,7 @@ impl Renderer {
                         constants: &constants,
                         ..Default::default()
                     },
-                    targets: &[Some(OUTPUT_FORMAT.into())],
+                    targets: &[Some(format.into())],
                 }),
                 multiview_mask: None,
                 cache: None,
@@ -213,7 +243,13 @@ impl Renderer {
     /// exposure at once, the transfer function by a new pipeline.
     pub fn set_display(&mut self, gpu: &Gpu, display: Option<Display>) -> Result<()> {
         if Display::constants(display) != Display::constants(self.display) {
-            self.pipeline = Self::pipeline(gpu, &self.shader, &self.pipeline_layout, display)?;
+            self.pipeline = Self::pipeline(
+                gpu,
+                &self.shader,
+                &self.pipeline_layout,
+                self.format,
+                display,
+            )?;
         }
         self.display = display;
         gpu.queue()
@@ -222,12 +258,30 @@ impl Renderer {
     }
 
     /// Draws the frame `bind` shows (or clears, before the first frame)
-    /// and submits.
+    /// into the offscreen target and submits.
     pub fn draw(&self, gpu: &Gpu, bind: Option<&wgpu::BindGroup>) -> Result<()> {
+        self.draw_to(gpu, None, bind, None)
+    }
+
+    /// Draws the frame `bind` shows into `target` (a view of this
+    /// renderer's format and its size; `None`: the offscreen target), with
+    /// the overlay over it when given (the picture then fits above the
+    /// timeline strip), and submits.
+    pub fn draw_to(
+        &self,
+        gpu: &Gpu,
+        target: Option<(&wgpu::TextureView, (u32, u32))>,
+        bind: Option<&wgpu::BindGroup>,
+        overlay: Option<(&overlay::Overlay, bool)>,
+    ) -> Result<()> {
+        let (view, size) = target.unwrap_or((
+            &self.output_view,
+            (self.output.width(), self.output.height()),
+        ));
         let mut encoder = gpu.device().create_command_encoder(&Default::default())?;
         {
             let attachment = wgpu::RenderPassColorAttachment {
-                view: &self.output_view,
+                view,
                 depth_slice: None,
                 resolve_target: None,
                 ops: wgpu::Operations {
@@ -241,23 +295,42 @@ impl Renderer {
                 ..Default::default()
             };
             let mut pass = encoder.begin_render_pass(&desc);
-            if let Some(bind) = bind {
-                let target = (self.output.width(), self.output.height());
-                let (x, y, w, h) = letterbox(self.frame_size, target);
+            let area = match overlay {
+                Some(_) => (size.0, size.1.saturating_sub(overlay::BAR_HEIGHT)),
+                None => size,
+            };
+            if let Some(bind) = bind
+                && area.0 > 0
+                && area.1 > 0
+            {
+                let (x, y, w, h) = letterbox(self.frame_size, area);
                 pass.set_viewport(x, y, w, h, 0.0, 1.0);
                 pass.set_pipeline(&self.pipeline);
                 pass.set_bind_group(0, Some(bind), &[]);
                 pass.draw(0..3, 0..1);
+            }
+            if let Some((overlay, hud)) = overlay {
+                overlay.draw(&mut pass, size, hud);
             }
         }
         gpu.queue().submit([encoder.finish()?])?;
         Ok(())
     }
 
-    /// Reads back what the last draw put in the target: tightly packed RGBA8.
+    /// Reads back what the last draw put in the offscreen target: tightly
+    /// packed RGBA8 (whatever the order of the target's channels).
     pub fn read_back(&self, gpu: &Gpu) -> Result<(u32, u32, Vec<u8>)> {
         let (w, h) = (self.output.width(), self.output.height());
-        Ok((w, h, read_texture(gpu, &self.output, 4)?))
+        let mut texels = read_texture(gpu, &self.output, 4)?;
+        if matches!(
+            self.format,
+            wgpu::TextureFormat::Bgra8Unorm | wgpu::TextureFormat::Bgra8UnormSrgb
+        ) {
+            for px in texels.chunks_exact_mut(4) {
+                px.swap(0, 2);
+            }
+        }
+        Ok((w, h, texels))
     }
 }
 

@@ -1,0 +1,276 @@
+//! Transport: what the user asks of playback (pause, step, seek, loop),
+//! and the route that maps the clock's ticks to sequence positions once
+//! playback has been moved around.
+//!
+//! Ticks only ever increase, so the frame queue's frame numbers do too: a
+//! seek starts a new leg of the route at a tick past everything the
+//! producer has pushed, and the render loop discards what was pushed for
+//! the old leg. The producer and the render loop agree on each tick's
+//! position through the one [`Route`].
+
+use parking_lot::{Condvar, Mutex};
+
+/// What the user (a key, a click, a script) asks of playback.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Command {
+    /// Pause, or resume (from the first frame, when paused at the end of
+    /// a sequence that does not loop).
+    TogglePause,
+    /// Step one frame forward (`1`) or back (`-1`), pausing.
+    Step(i64),
+    /// Go to the first frame of the range.
+    First,
+    /// Go to the last frame of the range.
+    Last,
+    /// Go to a position in the sequence (a click on the timeline).
+    Seek(usize),
+    /// Loop on or off.
+    ToggleLoop,
+    /// Change the exposure of scene-linear sources by this many stops.
+    Exposure(f32),
+    /// Fullscreen on or off.
+    ToggleFullscreen,
+    /// Heads-up display on or off.
+    ToggleHud,
+    /// End playback.
+    Quit,
+}
+
+/// One leg of the route: ticks from `start_tick` on show positions from
+/// `start_pos` on, one per tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Leg {
+    start_tick: u64,
+    start_pos: u64,
+    looped: bool,
+}
+
+/// The position a tick shows on a leg over `len` positions; `None` before
+/// the leg starts, or past the end of a sequence that does not loop.
+fn position_on(leg: Leg, len: u64, tick: u64) -> Option<usize> {
+    let step = tick.checked_sub(leg.start_tick)?;
+    let pos = leg.start_pos.checked_add(step)?;
+    if leg.looped {
+        Some((pos % len.max(1)) as usize)
+    } else {
+        (pos < len).then_some(pos as usize)
+    }
+}
+
+struct State {
+    leg: Leg,
+    /// The next tick the producer will claim.
+    next: u64,
+    closed: bool,
+}
+
+/// The route from ticks to positions, shared by the producer (which claims
+/// ticks in order) and the render loop (which moves it).
+pub(crate) struct Route {
+    len: u64,
+    state: Mutex<State>,
+    moved: Condvar,
+}
+
+/// What the producer gets for its next tick.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// Push tick `tick`, showing position `pos`.
+    Tick { tick: u64, pos: usize },
+    /// The route is closed: stop.
+    Closed,
+}
+
+impl Route {
+    /// A route over `len` positions starting at `start` on tick 0.
+    pub(crate) fn new(len: usize, start: usize, looped: bool) -> Self {
+        Self {
+            len: len as u64,
+            state: Mutex::new(State {
+                leg: Leg {
+                    start_tick: 0,
+                    start_pos: start as u64,
+                    looped,
+                },
+                next: 0,
+                closed: false,
+            }),
+            moved: Condvar::new(),
+        }
+    }
+
+    /// Positions on the route.
+    pub(crate) fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The position tick `tick` shows, as the route stands now.
+    pub(crate) fn position(&self, tick: u64) -> Option<usize> {
+        position_on(self.state.lock().leg, self.len, tick)
+    }
+
+    /// Whether the route loops.
+    pub(crate) fn looped(&self) -> bool {
+        self.state.lock().leg.looped
+    }
+
+    /// The producer's next tick and its position. Past the end of a
+    /// sequence that does not loop it waits for the route to move (a
+    /// seek), or to close.
+    pub(crate) fn claim(&self) -> Claim {
+        let mut state = self.state.lock();
+        loop {
+            if state.closed {
+                return Claim::Closed;
+            }
+            let tick = state.next.max(state.leg.start_tick);
+            if let Some(pos) = position_on(state.leg, self.len, tick) {
+                state.next = tick + 1;
+                return Claim::Tick { tick, pos };
+            }
+            self.moved.wait(&mut state);
+        }
+    }
+
+    /// Starts a new leg at position `pos`, from a tick no earlier than
+    /// `earliest` and past every tick the producer has claimed; returns
+    /// that tick. Frames pushed for earlier ticks belong to the old leg.
+    pub(crate) fn seek(&self, earliest: u64, pos: usize) -> u64 {
+        let mut state = self.state.lock();
+        let start = earliest.max(state.next);
+        let looped = state.leg.looped;
+        state.leg = Leg {
+            start_tick: start,
+            start_pos: (pos as u64).min(self.len.saturating_sub(1)),
+            looped,
+        };
+        self.moved.notify_all();
+        start
+    }
+
+    /// Turns looping on or off for the ticks the producer has not claimed
+    /// yet (those it has keep the positions they were pushed with).
+    pub(crate) fn set_looped(&self, looped: bool) {
+        let mut state = self.state.lock();
+        if state.leg.looped == looped {
+            return;
+        }
+        let next = state.next.max(state.leg.start_tick);
+        // Where the old leg would have gone next, unwrapped; turning the
+        // loop off at the wrap point ends the route there.
+        let step = next - state.leg.start_tick;
+        let mut pos = state.leg.start_pos.saturating_add(step);
+        if state.leg.looped {
+            pos %= self.len.max(1);
+            if pos == 0 && step > 0 {
+                pos = self.len;
+            }
+        }
+        state.leg = Leg {
+            start_tick: next,
+            start_pos: pos,
+            looped,
+        };
+        self.moved.notify_all();
+    }
+
+    /// Ends the route: the producer's claim answers [`Claim::Closed`].
+    pub(crate) fn close(&self) {
+        self.state.lock().closed = true;
+        self.moved.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(route: &Route, n: usize) -> Vec<(u64, usize)> {
+        (0..n)
+            .map(|_| match route.claim() {
+                Claim::Tick { tick, pos } => (tick, pos),
+                Claim::Closed => panic!("closed"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_looped_route_wraps_and_a_straight_one_ends() {
+        let route = Route::new(3, 0, true);
+        assert_eq!(claims(&route, 5), [(0, 0), (1, 1), (2, 2), (3, 0), (4, 1)]);
+        let straight = Route::new(3, 1, false);
+        assert_eq!(claims(&straight, 2), [(0, 1), (1, 2)]);
+        assert_eq!(straight.position(2), None, "past the end");
+    }
+
+    #[test]
+    fn a_seek_starts_past_every_claimed_tick() {
+        let route = Route::new(10, 0, false);
+        assert_eq!(claims(&route, 4).last(), Some(&(3, 3)));
+        // The render loop is at tick 1; the producer has claimed up to 3.
+        let start = route.seek(2, 7);
+        assert_eq!(start, 4, "after the producer's last claim");
+        assert_eq!(claims(&route, 2), [(4, 7), (5, 8)]);
+        assert_eq!(route.position(3), None, "tick 3 belongs to the old leg");
+        // A seek to a later tick than the producer's starts there.
+        assert_eq!(route.seek(20, 0), 20);
+        assert_eq!(claims(&route, 1), [(20, 0)]);
+    }
+
+    #[test]
+    fn a_seek_past_the_end_is_clamped_to_the_last_position() {
+        let route = Route::new(5, 0, false);
+        let start = route.seek(0, 99);
+        assert_eq!(route.position(start), Some(4));
+    }
+
+    #[test]
+    fn a_producer_waiting_at_the_end_goes_on_after_a_seek_and_stops_on_close() {
+        let route = std::sync::Arc::new(Route::new(2, 0, false));
+        assert_eq!(claims(&route, 2), [(0, 0), (1, 1)]);
+        let waiting = {
+            let route = std::sync::Arc::clone(&route);
+            std::thread::spawn(move || (route.claim(), route.claim()))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        assert!(!waiting.is_finished(), "nothing to claim past the end");
+        let start = route.seek(2, 0);
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        route.close();
+        let (first, second) = waiting.join().unwrap();
+        assert_eq!(
+            first,
+            Claim::Tick {
+                tick: start,
+                pos: 0
+            }
+        );
+        // The seek's leg also has a second position before the end.
+        assert!(
+            second
+                == Claim::Tick {
+                    tick: start + 1,
+                    pos: 1
+                }
+                || second == Claim::Closed,
+            "{second:?}"
+        );
+    }
+
+    #[test]
+    fn turning_the_loop_off_keeps_the_place_and_ends_at_the_last_position() {
+        let route = Route::new(3, 0, true);
+        assert_eq!(claims(&route, 2), [(0, 0), (1, 1)]);
+        route.set_looped(false);
+        assert_eq!(claims(&route, 1), [(2, 2)]);
+        assert_eq!(route.position(3), None);
+        // Off exactly at the wrap point: the route ends rather than restart.
+        let wrap = Route::new(2, 0, true);
+        assert_eq!(claims(&wrap, 2), [(0, 0), (1, 1)]);
+        wrap.set_looped(false);
+        assert_eq!(wrap.position(2), None);
+        // And on again: the next tick wraps.
+        wrap.set_looped(true);
+        assert_eq!(wrap.position(2), Some(0));
+    }
+}

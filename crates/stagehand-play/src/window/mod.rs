@@ -1,0 +1,540 @@
+//! The player's window: a winit window whose events the render loop pumps
+//! between frames (the loop keeps its own clock, so pacing stays the
+//! player's), and the wgpu surface it presents to.
+//!
+//! Open the [`Screen`] before the GPU: its display handle goes into
+//! [`GpuOptions::display`](stagehand_gpu::GpuOptions::display), which the
+//! GL backend needs to present at all.
+
+pub mod keys;
+
+use crate::PlayError;
+use crate::render::overlay::Overlay;
+use crate::transport::Command;
+use serde::Serialize;
+use stagehand_gpu::Gpu;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use winit::application::ApplicationHandler;
+use winit::dpi::{PhysicalPosition, PhysicalSize};
+use winit::event::{ElementState, MouseButton, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, EventLoop};
+use winit::platform::pump_events::{EventLoopExtPumpEvents, PumpStatus};
+use winit::window::{Fullscreen, Window, WindowId};
+
+/// How the surface presents.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PresentChoice {
+    /// Fifo where the display reports a refresh rate at least the frame
+    /// rate (it paces presentation, the player's clock picks the frame);
+    /// otherwise Mailbox, else Immediate, with the player's clock alone
+    /// pacing; Fifo where the surface offers nothing else.
+    #[default]
+    Auto,
+    /// Wait for the display's vertical blank.
+    Fifo,
+    /// Replace the frame waiting for the display; never blocks.
+    Mailbox,
+    /// Present at once.
+    Immediate,
+}
+
+/// How to open the window.
+#[derive(Clone, Debug)]
+pub struct WindowOptions {
+    /// The window's inner size in pixels, before any fullscreen.
+    pub size: (u32, u32),
+    /// Start fullscreen (borderless, on the current monitor).
+    pub fullscreen: bool,
+    /// The window's title.
+    pub title: String,
+    /// How the surface presents.
+    pub present: PresentChoice,
+}
+
+/// What the surface was set up with, for the summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct SurfaceInfo {
+    /// The surface's texture format.
+    pub format: String,
+    /// The present mode in use.
+    pub present_mode: String,
+    /// Why that present mode.
+    pub reason: String,
+    /// The display's refresh rate in Hz, where it reports one.
+    pub refresh_hz: Option<f64>,
+}
+
+/// The window's state, as its events leave it.
+struct App {
+    attributes: Option<winit::window::WindowAttributes>,
+    window: Option<Arc<Window>>,
+    error: Option<String>,
+    commands: Vec<Command>,
+    close: bool,
+    resized: bool,
+    occluded: bool,
+    cursor: PhysicalPosition<f64>,
+    dragging: bool,
+    /// Positions on the timeline, for clicks.
+    timeline_len: usize,
+}
+
+impl App {
+    fn size(&self) -> (u32, u32) {
+        self.window.as_ref().map_or((0, 0), |w| {
+            let s = w.inner_size();
+            (s.width, s.height)
+        })
+    }
+
+    /// A seek to the timeline position under the cursor; a drag keeps
+    /// only the latest of the seeks it makes between two pumps.
+    fn seek_at_cursor(&mut self) {
+        let pos = Overlay::position_at(self.size(), self.cursor.x, self.timeline_len);
+        if let Some(Command::Seek(last)) = self.commands.last_mut() {
+            *last = pos;
+        } else {
+            self.commands.push(Command::Seek(pos));
+        }
+    }
+
+    fn on_bar(&self) -> bool {
+        let (x, y, w, h) = Overlay::bar_rect(self.size());
+        let (cx, cy) = (self.cursor.x, self.cursor.y);
+        cx >= f64::from(x) && cx < f64::from(x + w) && cy >= f64::from(y) && cy < f64::from(y + h)
+    }
+}
+
+impl ApplicationHandler for App {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        let Some(attributes) = self.attributes.take() else {
+            return;
+        };
+        match event_loop.create_window(attributes) {
+            Ok(window) => self.window = Some(Arc::new(window)),
+            Err(e) => self.error = Some(e.to_string()),
+        }
+    }
+
+    fn window_event(&mut self, _: &ActiveEventLoop, _: WindowId, event: WindowEvent) {
+        match event {
+            WindowEvent::CloseRequested | WindowEvent::Destroyed => self.close = true,
+            WindowEvent::Resized(_) | WindowEvent::ScaleFactorChanged { .. } => self.resized = true,
+            WindowEvent::Occluded(occluded) => self.occluded = occluded,
+            WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
+                if let Some(command) = keys::command(&event.logical_key) {
+                    self.commands.push(command);
+                }
+            }
+            WindowEvent::CursorMoved { position, .. } => {
+                self.cursor = position;
+                if self.dragging {
+                    self.seek_at_cursor();
+                }
+            }
+            WindowEvent::MouseInput {
+                state,
+                button: MouseButton::Left,
+                ..
+            } => match state {
+                ElementState::Pressed if self.on_bar() => {
+                    self.dragging = true;
+                    self.seek_at_cursor();
+                }
+                ElementState::Released => self.dragging = false,
+                ElementState::Pressed => {}
+            },
+            _ => {}
+        }
+    }
+}
+
+/// The surface and how it is configured.
+struct Surface {
+    surface: wgpu::Surface<'static>,
+    config: wgpu::SurfaceConfiguration,
+}
+
+/// A window to play into.
+pub struct Screen {
+    event_loop: EventLoop<()>,
+    app: App,
+    surface: Option<Surface>,
+    fullscreen: bool,
+}
+
+/// How long opening waits for the window to appear.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Screen {
+    /// Opens a window. Fails at once, with [`PlayError::NoDisplay`], where
+    /// there is no display to open it on.
+    pub fn open(options: &WindowOptions) -> Result<Self, PlayError> {
+        check_display()?;
+        let mut builder = EventLoop::builder();
+        #[cfg(all(unix, not(target_os = "macos"), not(target_os = "android")))]
+        {
+            // The player's loop may run on any thread (tests run it on
+            // theirs); events are pumped from that thread alone.
+            use winit::platform::x11::EventLoopBuilderExtX11;
+            builder.with_any_thread(true);
+        }
+        let mut event_loop = builder
+            .build()
+            .map_err(|e| PlayError::NoDisplay(format!("the display does not answer: {e}")))?;
+        let (w, h) = options.size;
+        let mut attributes = Window::default_attributes()
+            .with_title(options.title.clone())
+            .with_inner_size(PhysicalSize::new(w.max(1), h.max(1)));
+        if options.fullscreen {
+            attributes = attributes.with_fullscreen(Some(Fullscreen::Borderless(None)));
+        }
+        let mut app = App {
+            attributes: Some(attributes),
+            window: None,
+            error: None,
+            commands: Vec::new(),
+            close: false,
+            resized: false,
+            occluded: false,
+            cursor: PhysicalPosition::new(0.0, 0.0),
+            dragging: false,
+            timeline_len: 0,
+        };
+        let deadline = Instant::now() + OPEN_TIMEOUT;
+        while app.window.is_none() {
+            if let Some(e) = app.error.take() {
+                return Err(PlayError::NoDisplay(e.to_string()));
+            }
+            if Instant::now() > deadline {
+                return Err(PlayError::NoDisplay(format!(
+                    "the window did not appear within {} s",
+                    OPEN_TIMEOUT.as_secs()
+                )));
+            }
+            if let PumpStatus::Exit(code) =
+                event_loop.pump_app_events(Some(Duration::from_millis(10)), &mut app)
+            {
+                return Err(PlayError::NoDisplay(format!(
+                    "the display's event loop ended ({code})"
+                )));
+            }
+        }
+        Ok(Self {
+            event_loop,
+            app,
+            surface: None,
+            fullscreen: options.fullscreen,
+        })
+    }
+
+    /// The display the window is on, for
+    /// [`GpuOptions::display`](stagehand_gpu::GpuOptions::display).
+    pub fn display_handle(&self) -> Arc<dyn wgpu::wgt::WgpuHasDisplayHandle> {
+        Arc::new(self.event_loop.owned_display_handle())
+    }
+
+    /// Creates the surface on `gpu` and configures it for frames at `fps`.
+    pub(crate) fn attach(
+        &mut self,
+        gpu: &Gpu,
+        present: PresentChoice,
+        fps: f64,
+    ) -> Result<SurfaceInfo, PlayError> {
+        let window = self.window()?;
+        let surface = gpu
+            .instance()
+            .create_surface(Arc::clone(&window))
+            .map_err(|e| PlayError::NoDisplay(format!("cannot present to the window: {e}")))?;
+        let caps = surface.get_capabilities(gpu.adapter());
+        let format = choose_format(&caps.formats).ok_or_else(|| {
+            PlayError::NoDisplay(format!(
+                "the window offers no 8-bit RGBA format this player draws into (it offers {:?})",
+                caps.formats
+            ))
+        })?;
+        let refresh_hz = window
+            .current_monitor()
+            .and_then(|m| m.refresh_rate_millihertz())
+            .map(|mhz| f64::from(mhz) / 1000.0)
+            .filter(|&hz| hz > 0.0);
+        let (mode, reason) = choose_present_mode(&caps.present_modes, present, refresh_hz, fps);
+        let (w, h) = self.app.size();
+        // A surface offering only an sRGB format is configured with it and
+        // drawn through a plain view: the player writes display-encoded
+        // values and must not have them encoded twice.
+        let config = wgpu::SurfaceConfiguration {
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+            format,
+            width: w.max(1),
+            height: h.max(1),
+            present_mode: mode,
+            desired_maximum_frame_latency: 2,
+            alpha_mode: caps.alpha_modes.first().copied().unwrap_or_default(),
+            color_space: wgpu::SurfaceColorSpace::Auto,
+            view_formats: if format.is_srgb() {
+                vec![format.remove_srgb_suffix()]
+            } else {
+                Vec::new()
+            },
+        };
+        if w > 0 && h > 0 {
+            surface.configure(gpu.device(), &config);
+        }
+        self.surface = Some(Surface { surface, config });
+        Ok(SurfaceInfo {
+            format: format!("{:?}", format.remove_srgb_suffix()),
+            present_mode: format!("{mode:?}"),
+            reason: reason.to_owned(),
+            refresh_hz,
+        })
+    }
+
+    fn window(&self) -> Result<Arc<Window>, PlayError> {
+        self.app
+            .window
+            .clone()
+            .ok_or_else(|| PlayError::NoDisplay("the window is gone".into()))
+    }
+
+    /// The format the player draws into: the surface's, without sRGB.
+    pub(crate) fn format(&self) -> wgpu::TextureFormat {
+        self.surface
+            .as_ref()
+            .map_or(wgpu::TextureFormat::Bgra8Unorm, |s| {
+                s.config.format.remove_srgb_suffix()
+            })
+    }
+
+    /// The window's inner size in pixels.
+    pub fn size(&self) -> (u32, u32) {
+        self.app.size()
+    }
+
+    /// Handles the window's events for up to `timeout` (returning early
+    /// once there are commands or the window is closing).
+    pub(crate) fn pump(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let PumpStatus::Exit(_) = self.event_loop.pump_app_events(Some(left), &mut self.app)
+            {
+                self.app.close = true;
+            }
+            if self.app.close || !self.app.commands.is_empty() || Instant::now() >= deadline {
+                return;
+            }
+        }
+    }
+
+    /// The commands asked for since the last call.
+    pub(crate) fn take_commands(&mut self) -> Vec<Command> {
+        std::mem::take(&mut self.app.commands)
+    }
+
+    /// Whether the window was closed.
+    pub(crate) fn closed(&self) -> bool {
+        self.app.close
+    }
+
+    /// Sets how many positions the timeline has, for clicks on it.
+    pub(crate) fn set_timeline_len(&mut self, len: usize) {
+        self.app.timeline_len = len;
+    }
+
+    /// Fullscreen on or off.
+    pub(crate) fn toggle_fullscreen(&mut self) {
+        self.fullscreen = !self.fullscreen;
+        if let Some(window) = &self.app.window {
+            window.set_fullscreen(self.fullscreen.then_some(Fullscreen::Borderless(None)));
+        }
+    }
+
+    /// The texture to draw the next frame into, reconfiguring the surface
+    /// after a resize or when it is outdated, suboptimal or lost. `None`
+    /// when there is nothing to draw into now (minimised, occluded, a
+    /// timeout): the caller skips the frame and keeps its clock.
+    pub(crate) fn acquire(&mut self, gpu: &Gpu) -> Option<wgpu::SurfaceTexture> {
+        let (w, h) = self.app.size();
+        if self.app.occluded || w == 0 || h == 0 {
+            return None;
+        }
+        if self.app.resized
+            || self
+                .surface
+                .as_ref()
+                .is_some_and(|s| (s.config.width, s.config.height) != (w, h))
+        {
+            self.app.resized = false;
+            self.reconfigure(gpu);
+        }
+        for _ in 0..2 {
+            let surface = self.surface.as_ref()?;
+            match surface.surface.get_current_texture() {
+                wgpu::CurrentSurfaceTexture::Success(t) => return Some(t),
+                wgpu::CurrentSurfaceTexture::Suboptimal(t) => {
+                    // Drawn this time; configured afresh before the next.
+                    self.app.resized = true;
+                    return Some(t);
+                }
+                wgpu::CurrentSurfaceTexture::Outdated => self.reconfigure(gpu),
+                wgpu::CurrentSurfaceTexture::Lost => self.recreate(gpu),
+                wgpu::CurrentSurfaceTexture::Timeout
+                | wgpu::CurrentSurfaceTexture::Occluded
+                | wgpu::CurrentSurfaceTexture::Validation => return None,
+            }
+        }
+        None
+    }
+
+    fn reconfigure(&mut self, gpu: &Gpu) {
+        let (w, h) = self.app.size();
+        if let Some(s) = &mut self.surface
+            && w > 0
+            && h > 0
+        {
+            s.config.width = w;
+            s.config.height = h;
+            s.surface.configure(gpu.device(), &s.config);
+        }
+    }
+
+    fn recreate(&mut self, gpu: &Gpu) {
+        let Ok(window) = self.window() else {
+            return;
+        };
+        if let (Some(s), Ok(surface)) = (&mut self.surface, gpu.instance().create_surface(window)) {
+            s.surface = surface;
+        }
+        self.reconfigure(gpu);
+    }
+}
+
+/// Fails at once where no display is named: winit would otherwise try,
+/// and take its time, to connect to nothing.
+fn check_display() -> Result<(), PlayError> {
+    #[cfg(all(unix, not(target_os = "macos"), not(target_os = "android")))]
+    {
+        let set = |name| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+        if !set("DISPLAY") && !set("WAYLAND_DISPLAY") {
+            return Err(PlayError::NoDisplay(
+                "no display: neither DISPLAY nor WAYLAND_DISPLAY is set (use --headless, or run under Xvfb)"
+                    .into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An 8-bit RGBA format the player can draw into: plain ones first.
+fn choose_format(offered: &[wgpu::TextureFormat]) -> Option<wgpu::TextureFormat> {
+    use wgpu::TextureFormat as F;
+    let plain = [F::Bgra8Unorm, F::Rgba8Unorm];
+    let srgb = [F::Bgra8UnormSrgb, F::Rgba8UnormSrgb];
+    plain
+        .iter()
+        .chain(&srgb)
+        .find(|f| offered.contains(f))
+        .copied()
+}
+
+/// The present mode for `choice` among those `offered`, and why.
+fn choose_present_mode(
+    offered: &[wgpu::PresentMode],
+    choice: PresentChoice,
+    refresh_hz: Option<f64>,
+    fps: f64,
+) -> (wgpu::PresentMode, &'static str) {
+    use wgpu::PresentMode as M;
+    let has = |m| offered.contains(&m);
+    match choice {
+        PresentChoice::Fifo => (M::Fifo, "asked for"),
+        PresentChoice::Mailbox if has(M::Mailbox) => (M::Mailbox, "asked for"),
+        PresentChoice::Immediate if has(M::Immediate) => (M::Immediate, "asked for"),
+        PresentChoice::Mailbox | PresentChoice::Immediate => {
+            (M::Fifo, "the mode asked for is not offered")
+        }
+        PresentChoice::Auto => match refresh_hz {
+            Some(hz) if hz + 0.5 >= fps => (
+                M::Fifo,
+                "the display paces presentation; the player's clock picks each frame",
+            ),
+            _ if has(M::Mailbox) => (
+                M::Mailbox,
+                "no display refresh to pace by: the player's clock paces, mailbox never blocks",
+            ),
+            _ if has(M::Immediate) => (
+                M::Immediate,
+                "no display refresh to pace by: the player's clock paces",
+            ),
+            _ => (M::Fifo, "the only mode offered; the player's clock paces"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wgpu::PresentMode as M;
+    use wgpu::TextureFormat as F;
+
+    #[test]
+    fn plain_formats_are_preferred_to_srgb() {
+        assert_eq!(
+            choose_format(&[F::Bgra8UnormSrgb, F::Bgra8Unorm]),
+            Some(F::Bgra8Unorm)
+        );
+        assert_eq!(
+            choose_format(&[F::Rgba16Float, F::Rgba8UnormSrgb]),
+            Some(F::Rgba8UnormSrgb)
+        );
+        assert_eq!(choose_format(&[F::Rgba16Float]), None);
+    }
+
+    #[test]
+    fn auto_paces_with_fifo_only_where_the_display_refreshes_fast_enough() {
+        let all = [M::Fifo, M::Mailbox, M::Immediate];
+        let auto =
+            |offered: &[M], hz| choose_present_mode(offered, PresentChoice::Auto, hz, 24.0).0;
+        assert_eq!(auto(&all, Some(60.0)), M::Fifo);
+        assert_eq!(auto(&all, None), M::Mailbox);
+        assert_eq!(
+            auto(&all, Some(12.0)),
+            M::Mailbox,
+            "too slow to pace 24 fps"
+        );
+        assert_eq!(auto(&[M::Fifo, M::Immediate], None), M::Immediate);
+        assert_eq!(auto(&[M::Fifo], None), M::Fifo);
+        let mailbox =
+            |offered: &[M]| choose_present_mode(offered, PresentChoice::Mailbox, None, 24.0).0;
+        assert_eq!(mailbox(&all), M::Mailbox);
+        assert_eq!(
+            mailbox(&[M::Fifo]),
+            M::Fifo,
+            "not offered: the one always there"
+        );
+    }
+
+    #[test]
+    fn no_display_is_a_clear_error_at_once() {
+        // Only where the variables are unset; a desktop session has them.
+        if std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some() {
+            eprintln!("skipped: this test needs no DISPLAY or WAYLAND_DISPLAY");
+            return;
+        }
+        let started = Instant::now();
+        let err = Screen::open(&WindowOptions {
+            size: (64, 64),
+            fullscreen: false,
+            title: "test".into(),
+            present: PresentChoice::Auto,
+        })
+        .err()
+        .expect("no display, no window");
+        assert!(matches!(err, PlayError::NoDisplay(_)), "{err}");
+        assert!(err.to_string().contains("DISPLAY"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
+}
