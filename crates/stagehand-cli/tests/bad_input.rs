@@ -27,6 +27,9 @@ struct Finished {
 
 fn spawn(args: &[&str], stdout: Stdio) -> Child {
     Command::new(env!("CARGO_BIN_EXE_stagehand"))
+        // Headless whatever the desktop: these tests are about the output.
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
         .args(args)
         .stdin(Stdio::null())
         .stdout(stdout)
@@ -307,6 +310,9 @@ fn bench_with_a_value_past_every_integer_is_rejected() {
 #[test]
 fn bench_help_gives_every_bound() {
     let out = Command::new(env!("CARGO_BIN_EXE_stagehand"))
+        // Headless whatever the desktop: these tests are about the output.
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
         .args(["bench", "--help"])
         .output()
         .expect("the binary runs");

@@ -5,6 +5,9 @@ use std::process::Command;
 
 fn stagehand(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_stagehand"))
+        // Headless whatever the desktop: these tests are about the output.
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
         .args(args)
         .output()
         .expect("the binary runs")

@@ -64,6 +64,9 @@ impl Finished {
 /// Starts `stagehand play args` with `stdout` as its standard output.
 fn spawn(args: &[&str], stdout: Stdio) -> Child {
     Command::new(env!("CARGO_BIN_EXE_stagehand"))
+        // Headless whatever the desktop: these tests are about the output.
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
         .arg("play")
         .args(args)
         .stdin(Stdio::null())

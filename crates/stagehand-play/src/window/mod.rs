@@ -79,14 +79,15 @@ struct App {
     dragging: bool,
     /// Positions on the timeline, for clicks.
     timeline_len: usize,
+    /// The inner size in pixels.
+    size: (u32, u32),
 }
 
 impl App {
+    /// The inner size, as the window's events left it (never asked of
+    /// the display: a window destroyed under us cannot answer).
     fn size(&self) -> (u32, u32) {
-        self.window.as_ref().map_or((0, 0), |w| {
-            let s = w.inner_size();
-            (s.width, s.height)
-        })
+        self.size
     }
 
     /// A seek to the timeline position under the cursor; a drag keeps
@@ -113,7 +114,11 @@ impl ApplicationHandler for App {
             return;
         };
         match event_loop.create_window(attributes) {
-            Ok(window) => self.window = Some(Arc::new(window)),
+            Ok(window) => {
+                let size = window.inner_size();
+                self.size = (size.width, size.height);
+                self.window = Some(Arc::new(window));
+            }
             Err(e) => self.error = Some(e.to_string()),
         }
     }
@@ -121,7 +126,10 @@ impl ApplicationHandler for App {
     fn window_event(&mut self, _: &ActiveEventLoop, _: WindowId, event: WindowEvent) {
         match event {
             WindowEvent::CloseRequested | WindowEvent::Destroyed => self.close = true,
-            WindowEvent::Resized(_) | WindowEvent::ScaleFactorChanged { .. } => self.resized = true,
+            WindowEvent::Resized(size) => {
+                self.size = (size.width, size.height);
+                self.resized = true;
+            }
             WindowEvent::Occluded(occluded) => self.occluded = occluded,
             WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
                 if let Some(command) = keys::command(&event.logical_key) {
@@ -202,6 +210,7 @@ impl Screen {
             cursor: PhysicalPosition::new(0.0, 0.0),
             dragging: false,
             timeline_len: 0,
+            size: (0, 0),
         };
         let deadline = Instant::now() + OPEN_TIMEOUT;
         while app.window.is_none() {

@@ -1,0 +1,550 @@
+//! `stagehand play` in a real window, under Xvfb, on both software
+//! adapters: what the window shows is read back from the X server with
+//! `xwd`, and keys and clicks go in through `xdotool`.
+//!
+//! Each test starts its own Xvfb. Where Xvfb, xdotool or xwd is missing,
+//! the tests say so and skip (CI installs them: see `.ci/run`).
+
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The frames' colours: distinct in every channel from their neighbours.
+const COLOURS: [[u8; 3]; 8] = [
+    [200, 30, 40],
+    [30, 180, 60],
+    [40, 60, 210],
+    [220, 200, 20],
+    [20, 200, 210],
+    [190, 40, 200],
+    [250, 140, 10],
+    [90, 90, 90],
+];
+/// The first frame's number.
+const FIRST: usize = 1001;
+/// The frames' size: 4:3.
+const FRAME: (u32, u32) = (64, 48);
+/// The timeline strip's height at the bottom of the window.
+const BAR: u32 = 24;
+/// Longest a window takes to show what it was asked to.
+const SETTLE: Duration = Duration::from_secs(20);
+
+fn tool(name: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// An X server of the test's own.
+struct Xvfb {
+    child: Child,
+    display: String,
+}
+
+impl Xvfb {
+    /// Starts one on a free display; `None` (with a line saying why) where
+    /// the tools are missing.
+    fn start(test: &str) -> Option<Self> {
+        for needed in ["Xvfb", "xdotool", "xwd"] {
+            if !tool(needed) {
+                eprintln!(
+                    "skipped {test}: {needed} is not installed (apt install xvfb xdotool x11-apps)"
+                );
+                return None;
+            }
+        }
+        // The server picks a free display and writes its number to us.
+        let mut child = Command::new("Xvfb")
+            .args([
+                "-displayfd",
+                "1",
+                "-screen",
+                "0",
+                "1280x800x24",
+                "-nolisten",
+                "tcp",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("Xvfb starts");
+        let mut line = String::new();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        std::io::BufRead::read_line(&mut stdout, &mut line).expect("Xvfb names its display");
+        let number: u32 = line.trim().parse().unwrap_or_else(|_| {
+            let _ = child.kill();
+            panic!("Xvfb did not name a display: {line:?}")
+        });
+        Some(Self {
+            child,
+            display: format!(":{number}"),
+        })
+    }
+
+    fn xdotool(&self, args: &[&str]) -> String {
+        let out = Command::new("xdotool")
+            .args(args)
+            .env("DISPLAY", &self.display)
+            .output()
+            .expect("xdotool runs");
+        assert!(
+            out.status.success(),
+            "xdotool {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A sequence of solid frames, one colour each, as 8-bit PNGs.
+fn write_sequence(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stagehand-window-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, c) in COLOURS.iter().enumerate() {
+        let image = image::RgbImage::from_pixel(FRAME.0, FRAME.1, image::Rgb(*c));
+        image
+            .save(dir.join(format!("shot.{}.png", FIRST + i)))
+            .unwrap();
+    }
+    dir
+}
+
+/// The player, running in a window.
+struct Player<'x> {
+    x: &'x Xvfb,
+    child: Child,
+    window: String,
+}
+
+impl<'x> Player<'x> {
+    fn launch(x: &'x Xvfb, backend: &str, args: &[&str]) -> Self {
+        let child = Command::new(env!("CARGO_BIN_EXE_stagehand"))
+            .arg("play")
+            .args(args)
+            .env("DISPLAY", &x.display)
+            .env_remove("WAYLAND_DISPLAY")
+            .env("WGPU_BACKEND", backend)
+            .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("stagehand starts");
+        let started = Instant::now();
+        let window = loop {
+            let out = Command::new("xdotool")
+                .args(["search", "--name", "^stagehand play"])
+                .env("DISPLAY", &x.display)
+                .output()
+                .expect("xdotool runs");
+            let found = String::from_utf8_lossy(&out.stdout);
+            if let Some(id) = found.split_whitespace().next() {
+                break id.to_owned();
+            }
+            assert!(started.elapsed() < SETTLE, "no window within {SETTLE:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        Self { x, child, window }
+    }
+
+    /// Presses keys, with the window focused (the keys go in as a
+    /// keyboard's would).
+    fn key(&self, keys: &[&str]) {
+        self.x.xdotool(&["windowfocus", "--sync", &self.window]);
+        let mut args = vec!["key", "--delay", "30"];
+        args.extend_from_slice(keys);
+        self.x.xdotool(&args);
+    }
+
+    /// The window's inner size as X has it.
+    fn size(&self) -> (u32, u32) {
+        let shot = self.screenshot();
+        (shot.width, shot.height)
+    }
+
+    fn screenshot(&self) -> Xwd {
+        let out = Command::new("xwd")
+            .args(["-silent", "-id", &self.window])
+            .env("DISPLAY", &self.x.display)
+            .output()
+            .expect("xwd runs");
+        assert!(
+            out.status.success(),
+            "xwd: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Xwd::parse(&out.stdout)
+    }
+
+    /// The colour at the centre of the picture area (the window above the
+    /// timeline strip).
+    fn centre(&self) -> [u8; 3] {
+        let shot = self.screenshot();
+        shot.pixel(shot.width / 2, (shot.height - BAR) / 2)
+    }
+
+    /// Waits until the picture's centre is `want`, failing with `what`.
+    fn wait_for(&self, want: [u8; 3], what: &str) {
+        let started = Instant::now();
+        loop {
+            let got = self.centre();
+            if got == want {
+                return;
+            }
+            assert!(
+                started.elapsed() < SETTLE,
+                "{what}: the centre is {got:?}, expected {want:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for the player to exit; its output.
+    fn finish(mut self) -> Output {
+        let started = Instant::now();
+        let status = common::wait_at_most(&mut self.child, started, SETTLE)
+            .expect("the player exits once its window is closed");
+        let mut stdout = String::new();
+        let mut stderr = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        Output {
+            status,
+            stdout: stdout.into_bytes(),
+            stderr: stderr.into_bytes(),
+        }
+    }
+}
+
+impl Drop for Player<'_> {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An X window dump: 24-bit TrueColor, 32 bits per pixel, as Xvfb's
+/// screen makes them.
+struct Xwd {
+    width: u32,
+    height: u32,
+    bytes_per_line: u32,
+    little_endian: bool,
+    masks: [u32; 3],
+    data: Vec<u8>,
+}
+
+impl Xwd {
+    fn parse(bytes: &[u8]) -> Self {
+        let field = |i: usize| u32::from_be_bytes(bytes[i * 4..i * 4 + 4].try_into().unwrap());
+        let header = field(0) as usize;
+        assert_eq!(field(1), 7, "XWD version 7");
+        assert_eq!(field(2), 2, "ZPixmap");
+        assert_eq!(field(11), 32, "32 bits per pixel");
+        let colours = field(19) as usize;
+        let start = header + colours * 12;
+        Self {
+            width: field(4),
+            height: field(5),
+            bytes_per_line: field(12),
+            little_endian: field(7) == 0,
+            masks: [field(14), field(15), field(16)],
+            data: bytes[start..].to_vec(),
+        }
+    }
+
+    fn pixel(&self, x: u32, y: u32) -> [u8; 3] {
+        let at = (y * self.bytes_per_line + x * 4) as usize;
+        let raw: [u8; 4] = self.data[at..at + 4].try_into().unwrap();
+        let v = if self.little_endian {
+            u32::from_le_bytes(raw)
+        } else {
+            u32::from_be_bytes(raw)
+        };
+        self.masks.map(|m| ((v & m) >> m.trailing_zeros()) as u8)
+    }
+}
+
+fn colour(frame: usize) -> [u8; 3] {
+    COLOURS[frame - FIRST]
+}
+
+fn transport(backend: &str) {
+    let Some(x) = Xvfb::start(&format!("transport on {backend}")) else {
+        return;
+    };
+    let dir = write_sequence(&format!("transport-{backend}"));
+    let dir_arg = dir.to_str().unwrap();
+    let player = Player::launch(
+        &x,
+        backend,
+        &[
+            dir_arg,
+            "--window",
+            "--start-paused",
+            "--seek",
+            "1003",
+            "--output-size",
+            "480x360",
+        ],
+    );
+    player.wait_for(colour(1003), "paused at --seek 1003");
+    player.key(&["Right"]);
+    player.wait_for(colour(1004), "one step right");
+    player.key(&["Right", "Right"]);
+    player.wait_for(colour(1006), "two more steps");
+    player.key(&["Left"]);
+    player.wait_for(colour(1005), "one step left");
+    player.key(&["Home"]);
+    player.wait_for(colour(1001), "Home");
+    player.key(&["End"]);
+    player.wait_for(colour(1008), "End");
+    // A click on the timeline: the middle of position 2's cell.
+    let (w, h) = player.size();
+    let x_at = (2.5 * f64::from(w) / COLOURS.len() as f64) as u32;
+    let y_at = h - BAR / 2;
+    x.xdotool(&[
+        "mousemove",
+        "--window",
+        &player.window,
+        &x_at.to_string(),
+        &y_at.to_string(),
+    ]);
+    x.xdotool(&["click", "1"]);
+    player.wait_for(colour(1003), "a click on the timeline at position 2");
+    player.key(&["q"]);
+    let out = player.finish();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exit: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("output:  window 480x360"), "{stdout}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn paused_steps_home_end_and_a_timeline_click_show_the_right_frame_on_lavapipe() {
+    transport("vulkan");
+}
+
+#[test]
+fn paused_steps_home_end_and_a_timeline_click_show_the_right_frame_on_llvmpipe() {
+    transport("gl");
+}
+
+fn letterbox_and_close(backend: &str) {
+    let Some(x) = Xvfb::start(&format!("letterbox on {backend}")) else {
+        return;
+    };
+    let dir = write_sequence(&format!("letterbox-{backend}"));
+    let player = Player::launch(
+        &x,
+        backend,
+        &[
+            dir.to_str().unwrap(),
+            "--window",
+            "--start-paused",
+            "--output-size",
+            "320x240",
+            "--json",
+        ],
+    );
+    player.wait_for(colour(1001), "the first frame");
+    // Wider than 4:3: bars left and right.
+    x.xdotool(&["windowsize", "--sync", &player.window, "600", "224"]);
+    let started = Instant::now();
+    loop {
+        let shot = player.screenshot();
+        if (shot.width, shot.height) == (600, 224) {
+            let area = shot.height - BAR;
+            let centre = shot.pixel(300, area / 2);
+            let bar = shot.pixel(10, area / 2);
+            let right = shot.pixel(590, area / 2);
+            // 600x200 fits 267x200 of 4:3, from x = 166.
+            let edge = shot.pixel(170, area / 2);
+            if centre == colour(1001)
+                && bar == [0, 0, 0]
+                && right == [0, 0, 0]
+                && edge == colour(1001)
+            {
+                break;
+            }
+            assert!(
+                started.elapsed() < SETTLE,
+                "after the resize: centre {centre:?}, left bar {bar:?}, right bar {right:?}, picture edge {edge:?}"
+            );
+        }
+        assert!(started.elapsed() < SETTLE, "the window was not resized");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    x.xdotool(&["windowclose", &player.window]);
+    let out = player.finish();
+    assert!(
+        out.status.success(),
+        "exit: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "a JSON summary: {e}\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    let playback = &report["playback"];
+    assert!(
+        playback["output"]
+            .as_str()
+            .is_some_and(|o| o.starts_with("window 600x224")),
+        "{playback}"
+    );
+    assert!(
+        playback["frames"]["shown"].as_u64() >= Some(1),
+        "{playback}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_resized_window_letterboxes_with_black_bars_and_closing_it_ends_with_a_summary_on_lavapipe() {
+    letterbox_and_close("vulkan");
+}
+
+#[test]
+fn a_resized_window_letterboxes_with_black_bars_and_closing_it_ends_with_a_summary_on_llvmpipe() {
+    letterbox_and_close("gl");
+}
+
+fn save_frame(backend: &str) {
+    let Some(x) = Xvfb::start(&format!("save-frame on {backend}")) else {
+        return;
+    };
+    let dir = write_sequence(&format!("save-{backend}"));
+    let png = dir.with_extension("saved.png");
+    let player = Player::launch(
+        &x,
+        backend,
+        &[
+            dir.to_str().unwrap(),
+            "--window",
+            "--mode",
+            "every-frame",
+            "--frames",
+            "6",
+            "--output-size",
+            "320x240",
+            "--save-frame",
+            "4",
+            png.to_str().unwrap(),
+        ],
+    );
+    let out = player.finish();
+    assert!(
+        out.status.success(),
+        "exit: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let saved = image::open(&png).unwrap().to_rgb8();
+    assert_eq!(saved.dimensions(), (320, 240), "the window's size");
+    let centre = saved.get_pixel(160, (240 - BAR) / 2).0;
+    assert_eq!(
+        centre,
+        colour(1005),
+        "tick 4 shows frame 1005 in every-frame mode"
+    );
+    // What was presented includes the timeline strip.
+    let strip = saved.get_pixel(300, 240 - BAR / 2).0;
+    assert_ne!(
+        strip,
+        [0, 0, 0],
+        "the timeline strip is in the saved picture"
+    );
+    let _ = std::fs::remove_file(png);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn save_frame_in_a_window_reads_back_what_was_presented_on_lavapipe() {
+    save_frame("vulkan");
+}
+
+#[test]
+fn save_frame_in_a_window_reads_back_what_was_presented_on_llvmpipe() {
+    save_frame("gl");
+}
+
+#[test]
+fn window_without_a_display_fails_at_once_with_one_line() {
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_stagehand"))
+        .args(["play", "--window", "--frames", "2"])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("stagehand: cannot open a window: no display"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn auto_without_a_display_plays_headless() {
+    let out = Command::new(env!("CARGO_BIN_EXE_stagehand"))
+        .args([
+            "play",
+            "--size",
+            "64x64",
+            "--output-size",
+            "64x64",
+            "--frames",
+            "3",
+            "--json",
+        ])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["playback"]["output"], "offscreen");
+}
