@@ -427,7 +427,11 @@ fn a_seek_discards_the_frames_before_it_and_frees_their_slots() {
     drop(open);
     landed(&two, "frame 2");
     assert_eq!(queue.present(ms(25)).map(|p| p.frame), Some(0));
-    assert_eq!(queue.ready(), 0, "discarded frames are not waiting to be shown");
+    assert_eq!(
+        queue.ready(),
+        0,
+        "discarded frames are not waiting to be shown"
+    );
     // Both slots came free: two frames of the new place fit beside the screen.
     let ten = push(&queue, 10, ms(100));
     let eleven = push(&queue, 11, ms(110));
@@ -451,7 +455,10 @@ fn a_producer_waiting_for_a_slot_wakes_when_a_seek_frees_one() {
         std::thread::spawn(move || push(&queue, 5, ms(50)))
     };
     std::thread::sleep(ms(50));
-    assert!(!producer.is_finished(), "every slot is taken: the push waits");
+    assert!(
+        !producer.is_finished(),
+        "every slot is taken: the push waits"
+    );
     queue.discard_before(5);
     let five = producer.join().unwrap();
     landed(&five, "frame 5");

@@ -6,7 +6,7 @@
 //! seek starts a new leg of the route at a tick past everything the
 //! producer has pushed, and the render loop discards what was pushed for
 //! the old leg. The producer and the render loop agree on each tick's
-//! position through the one [`Route`].
+//! position through one shared route.
 
 use parking_lot::{Condvar, Mutex};
 

@@ -1,0 +1,87 @@
+//! The player's clock.
+
+use parking_lot::Mutex;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The player's clock: starts after pre-roll; stands still while paused,
+/// and in every-frame mode while the render loop waits for a frame; a seek
+/// sets it to the new place's time.
+#[derive(Default)]
+pub(super) struct Clock {
+    pub(super) start: OnceLock<Instant>,
+    pub(super) state: Mutex<ClockState>,
+}
+
+#[derive(Default)]
+pub(super) struct ClockState {
+    /// Wall time since the start less play time, in nanoseconds (negative
+    /// once a seek has moved play time ahead of the wall).
+    pub(super) behind: i128,
+    /// Since when it stands still.
+    pub(super) paused_at: Option<Instant>,
+    /// Time it stood still waiting for frames (every-frame mode).
+    pub(super) waited: Duration,
+}
+
+impl Clock {
+    pub(super) fn start(&self) -> Instant {
+        *self.start.get_or_init(Instant::now)
+    }
+
+    pub(super) fn waited(&self) -> Duration {
+        self.state.lock().waited
+    }
+
+    /// Play time now; `None` before the clock starts.
+    pub(super) fn now(&self) -> Option<Duration> {
+        let start = *self.start.get()?;
+        let state = self.state.lock();
+        let wall = state.paused_at.unwrap_or_else(Instant::now) - start;
+        let t = wall.as_nanos() as i128 - state.behind;
+        Some(Duration::from_nanos(t.clamp(0, i128::from(u64::MAX)) as u64))
+    }
+
+    /// When play time reaches `t` (if the clock runs).
+    pub(super) fn due(&self, t: Duration) -> Instant {
+        let start = self.start();
+        let behind = self.state.lock().behind;
+        let at = t.as_nanos() as i128 + behind;
+        if at >= 0 {
+            start + Duration::from_nanos(at.min(i128::from(u64::MAX)) as u64)
+        } else {
+            start
+        }
+    }
+
+    /// Every-frame mode: the clock stood still for `d`.
+    pub(super) fn wait_added(&self, d: Duration) {
+        let mut state = self.state.lock();
+        state.behind += d.as_nanos() as i128;
+        state.waited += d;
+    }
+
+    pub(super) fn pause(&self) {
+        let mut state = self.state.lock();
+        state.paused_at.get_or_insert_with(Instant::now);
+    }
+
+    pub(super) fn resume(&self) {
+        let mut state = self.state.lock();
+        if let Some(at) = state.paused_at.take() {
+            state.behind += at.elapsed().as_nanos() as i128;
+        }
+    }
+
+    pub(super) fn paused(&self) -> bool {
+        self.state.lock().paused_at.is_some()
+    }
+
+    /// Sets play time to `t`, running or not.
+    pub(super) fn set(&self, t: Duration) {
+        let start = self.start();
+        let mut state = self.state.lock();
+        let wall = state.paused_at.unwrap_or_else(Instant::now) - start;
+        state.behind = wall.as_nanos() as i128 - t.as_nanos() as i128;
+    }
+}

@@ -1,0 +1,822 @@
+//! The player: a feed of frames (decoded through the frame cache, or
+//! generated) pushed into the frame queue by a producer thread, and the
+//! render loop that picks the frame due at each tick and draws it.
+//!
+//! Frames in the queue are numbered by render tick (`k` is due at
+//! `k / fps`); the sequence position of tick `k` is `k % len` when
+//! looping. Ticks on a gap push nothing, so the previous frame stays up.
+
+mod clock;
+mod output;
+mod run;
+
+use crate::PlayError;
+use crate::cache::{CacheConfig, FrameCache};
+use crate::format::{self, FormatPlan};
+use crate::gpu_cache::{GpuCache, Handoff, Residency};
+use crate::options::{Mode, PlayOptions, Preroll};
+use crate::pattern;
+use crate::render::overlay::Overlay;
+use crate::render::{Display, Renderer, read_texture};
+use crate::source::{self, Frame, FrameInfo, SampleType, Sequence};
+use crate::summary::{Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
+use crate::transport::{Claim, Route};
+use crate::window::{Screen, SurfaceInfo};
+use clock::Clock;
+use output::{Output, Windowed};
+use parking_lot::Mutex;
+use run::Run;
+use stagehand_gpu::Gpu;
+use stagehand_gpu::diag::human_bytes;
+use stagehand_gpu::upload::{
+    CopyLayout, EngineConfig, FrameQueue, FrameQueueConfig, Upload, UploadEngine, UploadError,
+    WaitReady,
+};
+use std::collections::HashSet;
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A default engine for playback: transfer workers below the render
+/// thread (the decoders run there too, so decoding ahead shares the CPU
+/// with the uploads of frames already decoded instead of starving them).
+pub fn engine_config(workers: usize) -> EngineConfig {
+    EngineConfig {
+        workers: workers.max(1),
+        priority: stagehand_gpu::upload::Priority::Low,
+        ..EngineConfig::default()
+    }
+}
+
+/// The features the player uses where the adapter has them: 16-bit
+/// normalised textures (16-bit sources at full precision) and filtering of
+/// 32-bit float textures.
+pub fn wanted_features() -> wgpu::Features {
+    wgpu::Features::TEXTURE_FORMAT_16BIT_NORM | wgpu::Features::FLOAT32_FILTERABLE
+}
+
+/// Where frames come from, opened and checked.
+enum Feed {
+    Synthetic(Arc<pattern::Painter>),
+    Sequence {
+        sequence: Arc<Sequence>,
+        cache: Arc<FrameCache>,
+    },
+}
+
+/// Pushes remembered by tick: more than the producer can run ahead of the
+/// render loop (the frame queue's slots and the GPU tier's hand-off bound it).
+const RECENT_PUSHES: usize = 4 * crate::options::MAX_DEPTH + 8;
+
+/// What the producer and decoders count.
+#[derive(Default)]
+struct Counters {
+    latencies: Arc<Mutex<Vec<f64>>>,
+    decode_nanos: AtomicU64,
+    decoded_bytes: AtomicU64,
+    decoded_frames: AtomicU64,
+    /// The last ticks pushed, newest last: pushes past the ticks the
+    /// render loop ran (it stopped early) are not counted in the summary.
+    recent_pushes: Mutex<std::collections::VecDeque<u64>>,
+    pushed: AtomicU64,
+    /// Ticks the producer left to the GPU tier.
+    left_to_tier: AtomicU64,
+}
+
+/// Everything one run shares between its threads.
+struct Shared {
+    queue: Arc<FrameQueue>,
+    /// Which position each tick shows.
+    route: Route,
+    /// Ticks the producer pushes at most (headless: the ticks the run
+    /// has); `None`: until playback ends (a window, moved around).
+    last_tick: Option<u64>,
+    clock: Clock,
+    counters: Counters,
+    period: Duration,
+    total: u64,
+    mode: Mode,
+    texture: wgpu::TextureFormat,
+    timeline: Option<Arc<stagehand_gpu::diag::Timeline>>,
+    /// The GPU tier's shared half, when `--gpu-cache` is on.
+    tier: Option<Tier>,
+}
+
+/// What the producer and the render loop share of the GPU tier.
+struct Tier {
+    residency: Arc<Residency>,
+    handoff: Handoff,
+}
+
+/// Where the picture on screen comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Picture {
+    /// A frame-queue slot.
+    Slot(usize),
+    /// A texture of the GPU tier, by sequence position.
+    Tier(usize),
+}
+
+impl Shared {
+    fn pts(&self, tick: u64) -> Duration {
+        self.period.mul_f64(tick as f64)
+    }
+}
+
+/// Plays into an offscreen target and returns what happened; `progress`
+/// is called once per render tick, and ends playback early by returning
+/// `ControlFlow::Break` (the summary then covers the ticks run). The
+/// engine is passed in so its stats can join a report; open the GPU with
+/// [`wanted_features`] for 16-bit sources at full precision.
+pub fn play(
+    gpu: &Arc<Gpu>,
+    engine: &UploadEngine,
+    options: &PlayOptions,
+    progress: impl FnMut(Progress) -> ControlFlow<()>,
+) -> Result<PlaySummary, PlayError> {
+    play_to(gpu, engine, options, None, progress)
+}
+
+/// Plays into a window, with transport (see [`crate::window::keys`]) and
+/// the overlay; otherwise like [`play`]. Open the GPU with the screen's
+/// [display handle](Screen::display_handle). Playback ends when the window
+/// closes, on Q or Esc, or after `options.frames` ticks; a sequence that
+/// does not loop holds its last frame, paused, at the end.
+pub fn play_in(
+    gpu: &Arc<Gpu>,
+    engine: &UploadEngine,
+    options: &PlayOptions,
+    screen: &mut Screen,
+    progress: impl FnMut(Progress) -> ControlFlow<()>,
+) -> Result<PlaySummary, PlayError> {
+    play_to(gpu, engine, options, Some(screen), progress)
+}
+
+fn play_to(
+    gpu: &Arc<Gpu>,
+    engine: &UploadEngine,
+    options: &PlayOptions,
+    screen: Option<&mut Screen>,
+    mut progress: impl FnMut(Progress) -> ControlFlow<()>,
+) -> Result<PlaySummary, PlayError> {
+    options.validate()?;
+    if options.start_paused && screen.is_none() {
+        return Err(PlayError::InvalidOption(
+            "--start-paused needs a window: headless, nothing could resume it".into(),
+        ));
+    }
+    let windowed = screen.is_some();
+    let opened = open_feed(gpu, options, windowed)?;
+    if let Some(&tick) = options.save_ticks.iter().find(|&&t| t >= opened.total) {
+        return Err(PlayError::InvalidOption(format!(
+            "--save-frame {tick}: playback has only {} ticks (0 to {})",
+            opened.total,
+            opened.total.saturating_sub(1)
+        )));
+    }
+    let period = Duration::from_secs_f64(1.0 / options.fps);
+    let config = FrameQueueConfig {
+        depth: options.depth,
+        staging_buffers: options.staging_buffers,
+        frame_duration: period,
+        ..FrameQueueConfig::default()
+    };
+    let desc = texture_desc(opened.size, opened.plan.texture);
+    let queue = Arc::new(FrameQueue::new(engine, &desc, config)?);
+    // Float sources are scene-linear, whatever texture holds them; integer
+    // sources are display-referred and drawn as stored.
+    let display = opened
+        .plan
+        .source
+        .sample
+        .is_float()
+        .then_some(options.display);
+    let mut output = match screen {
+        None => Output::Offscreen,
+        Some(screen) => {
+            let info = screen.attach(gpu, options.present, options.fps)?;
+            screen.set_timeline_len(opened.len);
+            let overlay = Overlay::new(gpu, screen.format())?;
+            Output::Window(Box::new(Windowed {
+                screen,
+                overlay,
+                hud: true,
+                info,
+                cells: Vec::new(),
+                cells_at: None,
+                text_at: None,
+                presents: std::collections::VecDeque::new(),
+            }))
+        }
+    };
+    let target_format = match &output {
+        Output::Offscreen => crate::render::OUTPUT_FORMAT,
+        Output::Window(w) => w.screen.format(),
+    };
+    let output_size = match &output {
+        Output::Offscreen => options.output_size,
+        Output::Window(w) => w.screen.size(),
+    };
+    let mut renderer = Renderer::new(
+        gpu,
+        &queue,
+        opened.size,
+        (output_size.0.max(1), output_size.1.max(1)),
+        target_format,
+        display,
+    )?;
+    let gpu_cache = match (&opened.feed, options.gpu_cache_bytes) {
+        (Feed::Sequence { sequence, .. }, Some(budget)) if budget > 0 => {
+            Some(GpuCache::new(gpu, &desc, budget, sequence.len())?)
+        }
+        _ => None,
+    };
+    let tier = gpu_cache.as_ref().map(|c| Tier {
+        residency: Arc::clone(c.residency()),
+        handoff: Handoff::new(options.depth),
+    });
+    let shared = Arc::new(Shared {
+        queue,
+        route: Route::new(opened.len, opened.start, options.looped),
+        last_tick: (!windowed).then_some(opened.total),
+        clock: Clock::default(),
+        counters: Counters::default(),
+        period,
+        total: opened.total,
+        mode: options.mode,
+        texture: opened.plan.texture,
+        timeline: options.timeline.clone(),
+        tier,
+    });
+    let decoders = match &opened.feed {
+        Feed::Sequence { sequence, cache } => spawn_decoders(
+            sequence,
+            cache,
+            opened.plan.source,
+            options.threads,
+            &shared,
+        )?,
+        Feed::Synthetic(_) => Vec::new(),
+    };
+    let mut run = Run {
+        shared: Arc::clone(&shared),
+        feed: &opened.feed,
+        producer: None,
+        decoders,
+        blocked: Vec::new(),
+        render: Vec::new(),
+        saved: Vec::new(),
+        passes: Vec::new(),
+        gpu_cache,
+        screen: None,
+        gaps: 0,
+        tier_leftover: 0,
+        tier_discarded: 0,
+        intervals: Vec::new(),
+        last_present: None,
+        display,
+        ticks_run: 0,
+    };
+    let result = run.play(
+        gpu,
+        engine,
+        &mut renderer,
+        &mut output,
+        options,
+        &mut progress,
+    );
+    let frames_run = run.stop();
+    let played = result?;
+    let (ticks, next_tick) = (played.ticks, played.next_tick);
+    let (preroll, prerolled, first_second_peak) =
+        (played.preroll, played.prerolled, played.first_second_peak);
+    let frames = frames_run?;
+    let c = &shared.counters;
+    let seconds = shared
+        .clock
+        .start
+        .get()
+        .map_or(0.0, |s| s.elapsed().as_secs_f64());
+    let frame_bytes = u64::from(opened.size.0)
+        * u64::from(opened.size.1)
+        * format::texel_bytes(opened.plan.texture) as u64;
+    let decoded = c.decode_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+    let peak_now = engine.staging_pool().stats().peak_held;
+    // What the render loop ran: pushes (and ticks left to the GPU tier)
+    // past its last tick do not count, and neither do frames they made.
+    let gaps = run.gaps;
+    let frames_in_range = ticks.saturating_sub(gaps);
+    let beyond = c
+        .recent_pushes
+        .lock()
+        .iter()
+        .filter(|&&k| k >= next_tick)
+        .count() as u64;
+    // Frames pushed for places a seek left were never due.
+    let pushed = c
+        .pushed
+        .load(Ordering::Relaxed)
+        .saturating_sub(beyond + frames.discarded);
+    let mut frames = frames;
+    frames.pushed = frames.pushed.saturating_sub(beyond);
+    frames.dropped = frames.dropped.saturating_sub(beyond);
+    let left_to_tier = c
+        .left_to_tier
+        .load(Ordering::Relaxed)
+        .saturating_sub(run.tier_leftover + run.tier_discarded);
+    let source_numbers = |pos: usize| number_at(&opened.feed, pos);
+    Ok(PlaySummary {
+        adapter: format!("{} ({:?})", gpu.info().name, gpu.info().backend),
+        source: options
+            .source
+            .as_ref()
+            .map_or_else(|| "synthetic".into(), |p| p.display().to_string()),
+        size: opened.size,
+        output_size,
+        output: match &output {
+            Output::Offscreen => "offscreen".into(),
+            Output::Window(w) => format!(
+                "window {}x{} ({}, {}: {})",
+                w.screen.size().0,
+                w.screen.size().1,
+                w.info.format,
+                w.info.present_mode,
+                w.info.reason
+            ),
+        },
+        present_interval: Millis::of(std::mem::take(&mut run.intervals)),
+        fps: options.fps,
+        mode: options.mode,
+        format: opened.plan.clone(),
+        display,
+        preroll,
+        prerolled_frames: prerolled,
+        frames_in_range,
+        frames,
+        never_pushed: frames_in_range.saturating_sub(pushed + left_to_tier),
+        gaps,
+        passes: std::mem::take(&mut run.passes),
+        ticks,
+        seconds,
+        achieved_fps: if seconds > 0.0 {
+            frames.shown as f64 / seconds
+        } else {
+            0.0
+        },
+        waited: shared.clock.waited().as_secs_f64(),
+        upload_latency: Millis::of(c.latencies.lock().clone()),
+        blocked: Millis::of(std::mem::take(&mut run.blocked)),
+        render: Millis::of(std::mem::take(&mut run.render)),
+        decode_bandwidth: if decoded > 0.0 {
+            c.decoded_bytes.load(Ordering::Relaxed) as f64 / decoded
+        } else {
+            0.0
+        },
+        decode_fps_per_thread: if decoded > 0.0 {
+            c.decoded_frames.load(Ordering::Relaxed) as f64 / decoded
+        } else {
+            0.0
+        },
+        upload_bandwidth: if seconds > 0.0 {
+            (frames.pushed * frame_bytes) as f64 / seconds
+        } else {
+            0.0
+        },
+        gpu_cache: run.gpu_cache.as_ref().map(GpuCache::stats),
+        cache: match &opened.feed {
+            Feed::Sequence { cache, .. } => Some(cache.stats()),
+            Feed::Synthetic(_) => None,
+        },
+        peak_staging: peak_now.max(first_second_peak.unwrap_or(0)),
+        peak_textures: gpu
+            .tracker()
+            .stats(stagehand_gpu::ObjectKind::Texture)
+            .peak_bytes,
+        peak_staging_after_warmup: if first_second_peak.is_some() {
+            peak_now
+        } else {
+            0
+        },
+        saved_frames: run
+            .saved
+            .iter()
+            .map(|s| SavedTick {
+                tick: s.tick,
+                frame: s.position.map(source_numbers),
+            })
+            .collect(),
+        saved: std::mem::take(&mut run.saved),
+    })
+}
+
+/// The frame number of position `pos`: the sequence's own where names
+/// carry one, else the position.
+fn number_at(feed: &Feed, pos: usize) -> i64 {
+    match feed {
+        Feed::Sequence { sequence, .. } => number_of(sequence, pos),
+        Feed::Synthetic(_) => pos as i64,
+    }
+}
+
+/// A feed, opened: its frames' size and format, and how many ticks to run.
+struct Opened {
+    feed: Feed,
+    /// Positions in it.
+    len: usize,
+    /// The position playback starts at (`--seek`).
+    start: usize,
+    size: (u32, u32),
+    plan: FormatPlan,
+    total: u64,
+}
+
+/// Opens the sequence (reading every frame's header, so a frame of
+/// another size or type is an error before anything plays) or the
+/// synthetic painter, and chooses the texture format.
+fn open_feed(gpu: &Gpu, options: &PlayOptions, windowed: bool) -> Result<Opened, PlayError> {
+    let has_16bit_norm = gpu
+        .device()
+        .features()
+        .contains(wgpu::Features::TEXTURE_FORMAT_16BIT_NORM);
+    let Some(spec) = &options.source else {
+        let info = FrameInfo {
+            width: options.size.0,
+            height: options.size.1,
+            channels: 4,
+            sample: SampleType::U8,
+        };
+        let plan = format::choose(info, crate::FormatChoice::Rgba8, has_16bit_norm)?;
+        let len = options
+            .frames
+            .unwrap_or_else(|| (options.fps * 5.0).ceil() as u64);
+        let start = match options.seek {
+            None => 0,
+            Some(n) if (0..len as i64).contains(&n) => n as usize,
+            Some(n) => {
+                return Err(PlayError::InvalidOption(format!(
+                    "--seek {n}: synthetic playback has frames 0 to {}",
+                    len.saturating_sub(1)
+                )));
+            }
+        };
+        return Ok(Opened {
+            feed: Feed::Synthetic(Arc::new(pattern::Painter::new(
+                options.size.0,
+                options.size.1,
+            ))),
+            len: len as usize,
+            start,
+            size: options.size,
+            plan,
+            total: ticks_to_run(options, len, start as u64, windowed),
+        });
+    };
+    let sequence = Sequence::open(spec, options.range)?;
+    let first = sequence
+        .first_file()
+        .ok_or_else(|| PlayError::NoFrames(spec.clone()))?
+        .to_owned();
+    let first_info = source::probe(&first)?;
+    // Every header is read now, so a frame of another size is an error
+    // before anything plays. Frames may differ in channels and sample type
+    // (a folder of 8- and 16-bit PNGs): the texture is chosen for the most
+    // precise of them, so none loses precision to another.
+    let mut info = first_info;
+    let mut largest = first_info.bytes();
+    for path in sequence.entries.iter().filter_map(|e| e.path.as_deref()) {
+        let got = source::probe(path)?;
+        check_size(path, &first_info, &got)?;
+        if got.sample.is_float() != first_info.sample.is_float() {
+            return Err(PlayError::Unsupported {
+                path: path.to_owned(),
+                reason: format!(
+                    "it is {} but {} is {}: a sequence is scene-linear or display-referred, not both",
+                    kind_of(got.sample),
+                    first.display(),
+                    kind_of(first_info.sample)
+                ),
+            });
+        }
+        if precision(got.sample) > precision(info.sample) {
+            info = got;
+        }
+        largest = largest.max(got.bytes());
+    }
+    let plan = format::choose(info, options.format, has_16bit_norm)?;
+    let len = sequence.len() as u64;
+    let start = match options.seek {
+        None => 0,
+        Some(n) => sequence
+            .entries
+            .iter()
+            .position(|e| e.number.unwrap_or(-1) == n)
+            .or_else(|| {
+                // Names without numbers: the seek is a position.
+                (sequence.entries.iter().all(|e| e.number.is_none())
+                    && (0..len as i64).contains(&n))
+                .then_some(n as usize)
+            })
+            .ok_or_else(|| {
+                PlayError::InvalidOption(format!(
+                    "--seek {n}: the sequence has frames {} to {}",
+                    number_of(&sequence, 0),
+                    number_of(&sequence, sequence.len().saturating_sub(1))
+                ))
+            })?,
+    };
+    let total = ticks_to_run(options, len, start as u64, windowed);
+    let sequence = Arc::new(sequence);
+    let frame_bytes = largest as u64;
+    let read_behind = (options.read_behind * options.fps).ceil() as usize;
+    let config = CacheConfig {
+        budget: options
+            .cache_bytes
+            .unwrap_or_else(crate::cache::default_budget),
+        read_behind,
+        looped: options.looped,
+        hand_over: options.threads + 1,
+    };
+    let gaps: HashSet<usize> = sequence
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.path.is_none())
+        .map(|(i, _)| i)
+        .collect();
+    let cache = Arc::new(FrameCache::new(config, sequence.len(), gaps, frame_bytes));
+    Ok(Opened {
+        feed: Feed::Sequence {
+            sequence: Arc::clone(&sequence),
+            cache,
+        },
+        len: sequence.len(),
+        start,
+        size: (info.width, info.height),
+        plan,
+        total,
+    })
+}
+
+fn number_of(sequence: &Sequence, pos: usize) -> i64 {
+    sequence
+        .entries
+        .get(pos)
+        .and_then(|e| e.number)
+        .unwrap_or(pos as i64)
+}
+
+/// How many ticks a run has: headless, the range from `start` once (or
+/// `frames`, looping); in a window, `frames` if given, else until the
+/// window closes.
+fn ticks_to_run(options: &PlayOptions, len: u64, start: u64, windowed: bool) -> u64 {
+    match (options.frames, windowed) {
+        (Some(n), true) => n,
+        (None, true) => crate::options::MAX_FRAMES,
+        (Some(n), false) if options.looped => n,
+        (Some(n), false) => n.min(len - start),
+        (None, false) => len - start,
+    }
+}
+
+/// A frame must match the sequence's first in size.
+fn check_size(path: &Path, expected: &FrameInfo, got: &FrameInfo) -> Result<(), PlayError> {
+    if (got.width, got.height) != (expected.width, expected.height) {
+        return Err(PlayError::SizeMismatch {
+            path: path.to_owned(),
+            expected: (expected.width, expected.height),
+            got: (got.width, got.height),
+        });
+    }
+    Ok(())
+}
+
+fn kind_of(sample: SampleType) -> &'static str {
+    if sample.is_float() {
+        "scene-linear (float)"
+    } else {
+        "display-referred (integer)"
+    }
+}
+
+/// Orders sample types by how much they hold.
+fn precision(sample: SampleType) -> u8 {
+    match sample {
+        SampleType::U8 => 0,
+        SampleType::U16 => 1,
+        SampleType::F16 => 2,
+        SampleType::F32 => 3,
+    }
+}
+
+fn texture_desc(size: (u32, u32), format: wgpu::TextureFormat) -> wgpu::TextureDescriptor<'static> {
+    // COPY_SRC: frames are read back for --save-frame and copied into the
+    // GPU tier.
+    let usage = wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_SRC;
+    crate::render::texture_2d("play frame", size, format, usage)
+}
+
+/// Starts `threads` decoders: each claims the most useful position the
+/// cache wants, decodes it and hands it in, until the cache closes.
+fn spawn_decoders(
+    sequence: &Arc<Sequence>,
+    cache: &Arc<FrameCache>,
+    expected: FrameInfo,
+    threads: usize,
+    shared: &Arc<Shared>,
+) -> Result<Vec<JoinHandle<()>>, PlayError> {
+    let mut handles = Vec::with_capacity(threads);
+    for id in 0..threads {
+        let (sequence, cache2, shared) =
+            (Arc::clone(sequence), Arc::clone(cache), Arc::clone(shared));
+        let spawned = std::thread::Builder::new()
+            .name(format!("decode {id}"))
+            .spawn(move || decode_loop(id, &sequence, &cache2, expected, &shared));
+        match spawned {
+            Ok(handle) => handles.push(handle),
+            Err(e) => {
+                // The decoders already started stop, and let their frames go.
+                cache.close();
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(PlayError::InvalidOption(format!(
+                    "cannot start a decode thread: {e}"
+                )));
+            }
+        }
+    }
+    Ok(handles)
+}
+
+/// One decoder: claims the most useful position the cache wants, decodes
+/// it and hands it in, until the cache closes. A decoder that panics on a
+/// file hands in an error for it, so nobody waits for that frame.
+fn decode_loop(
+    id: usize,
+    sequence: &Sequence,
+    cache: &FrameCache,
+    expected: FrameInfo,
+    shared: &Shared,
+) {
+    // Decoding ahead must not starve the uploads of frames already
+    // decoded: decoders run at the transfer workers' priority, below the
+    // render thread (a refusal by the OS leaves them where they are).
+    let _ = stagehand_gpu::upload::set_priority(stagehand_gpu::upload::Priority::Low);
+    while let Some(pos) = cache.claim() {
+        let start = Instant::now();
+        let frame = match sequence.entries[pos].path.as_deref() {
+            None => Err(PlayError::InvalidOption(format!(
+                "position {pos} of the sequence is a gap"
+            ))),
+            Some(path) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                source::decode(path).and_then(|f| {
+                    check_size(path, &expected, &f.info)?;
+                    Ok(f)
+                })
+            }))
+            .unwrap_or_else(|_| {
+                Err(PlayError::Decode {
+                    path: path.to_owned(),
+                    reason: "the decoder panicked on this file".into(),
+                })
+            }),
+        };
+        let end = Instant::now();
+        let c = &shared.counters;
+        c.decode_nanos
+            .fetch_add((end - start).as_nanos() as u64, Ordering::Relaxed);
+        if let Ok(f) = &frame {
+            c.decoded_bytes
+                .fetch_add(f.info.bytes() as u64, Ordering::Relaxed);
+            c.decoded_frames.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(t) = &shared.timeline {
+            t.span(format!("decode {id}"), "decode", start, end);
+        }
+        cache.complete(pos, frame);
+    }
+}
+
+/// Starts the thread that pushes frames into the queue in tick order.
+fn spawn_producer(
+    shared: &Arc<Shared>,
+    feed: &Feed,
+) -> Result<JoinHandle<Result<(), PlayError>>, PlayError> {
+    let shared = Arc::clone(shared);
+    let feed = match feed {
+        Feed::Synthetic(p) => Feed::Synthetic(Arc::clone(p)),
+        Feed::Sequence { sequence, cache } => Feed::Sequence {
+            sequence: Arc::clone(sequence),
+            cache: Arc::clone(cache),
+        },
+    };
+    std::thread::Builder::new()
+        .name("play producer".into())
+        .spawn(move || produce(&shared, &feed))
+        .map_err(|e| PlayError::InvalidOption(format!("cannot start the producer thread: {e}")))
+}
+
+fn produce(shared: &Shared, feed: &Feed) -> Result<(), PlayError> {
+    let result = (|| {
+        loop {
+            let (k, pos) = match shared.route.claim() {
+                Claim::Tick { tick, pos } => (tick, pos),
+                Claim::Closed => return Ok(()),
+            };
+            if shared.last_tick.is_some_and(|last| k >= last) {
+                return Ok(());
+            }
+            produce_one(shared, feed, k, pos)?;
+            if let Some(tier) = &shared.tier {
+                tier.handoff.decided(k + 1);
+            }
+        }
+    })();
+    if result.is_err()
+        && let Some(tier) = &shared.tier
+    {
+        // The render loop must not wait for ticks that will never come.
+        tier.handoff.close();
+    }
+    match result {
+        // Closed because playback ended: what was not pushed is counted
+        // as never pushed.
+        Err(PlayError::Upload(UploadError::Released)) => Ok(()),
+        other => other,
+    }
+}
+
+/// Pushes tick `k`, which shows position `pos`.
+fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), PlayError> {
+    let pts = shared.pts(k);
+    let upload = match feed {
+        Feed::Synthetic(painter) => {
+            let painter = Arc::clone(painter);
+            shared
+                .queue
+                .push_with(k, pts, move |mut out, layout: &CopyLayout| {
+                    painter.paint(pos as u64, &mut out, layout.staging_pitch as usize);
+                })?
+        }
+        Feed::Sequence { sequence, cache } => {
+            if sequence.entries[pos].path.is_none() {
+                return Ok(());
+            }
+            // Realtime: a frame whose time on screen has already passed is
+            // not worth decoding or uploading; skip to what is due.
+            if shared.mode == Mode::Realtime
+                && shared
+                    .clock
+                    .now()
+                    .is_some_and(|now| now > pts + shared.period)
+            {
+                let next = shared.route.position(k + 1).unwrap_or(pos + 1);
+                cache.set_playhead(next);
+                return Ok(());
+            }
+            cache.set_playhead(pos);
+            if let Some(tier) = &shared.tier
+                && tier.residency.contains(pos)
+            {
+                // On the device already: no decode, no upload.
+                if !tier.handoff.leave_to_tier(k) {
+                    return Err(PlayError::Upload(UploadError::Released));
+                }
+                shared.counters.left_to_tier.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            let frame: Arc<Frame> = match cache.fetch(pos) {
+                Ok(Ok(frame)) => frame,
+                Ok(Err(e)) => return Err(PlayError::Frame(e)),
+                Err(_) => return Err(PlayError::Upload(UploadError::Released)),
+            };
+            let texture = shared.texture;
+            shared
+                .queue
+                .push_with(k, pts, move |mut out, layout: &CopyLayout| {
+                    format::fill_staging(&frame, texture, &mut out, layout.staging_pitch as usize);
+                })?
+        }
+    };
+    shared.counters.pushed.fetch_add(1, Ordering::Relaxed);
+    let mut recent = shared.counters.recent_pushes.lock();
+    recent.push_back(k);
+    if recent.len() > RECENT_PUSHES {
+        recent.pop_front();
+    }
+    drop(recent);
+    record_latency(upload, shared);
+    Ok(())
+}
+
+fn record_latency(upload: Upload, shared: &Shared) {
+    let latencies = Arc::clone(&shared.counters.latencies);
+    upload.on_complete(move |o| {
+        if let Some(l) = o.times.latency() {
+            latencies.lock().push(l.as_secs_f64() * 1e3);
+        }
+    });
+}

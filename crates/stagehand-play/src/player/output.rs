@@ -1,0 +1,264 @@
+//! Where the render loop draws: offscreen, or a window with its overlay
+//! (the timeline and the heads-up display).
+
+use super::run::Run;
+use super::*;
+use crate::render::overlay::Cell;
+
+/// Where the render loop draws.
+pub(super) enum Output<'s> {
+    /// The renderer's own target, headless.
+    Offscreen,
+    /// A window, with its overlay.
+    Window(Box<Windowed<'s>>),
+}
+
+/// A window being played into.
+pub(super) struct Windowed<'s> {
+    pub(super) screen: &'s mut Screen,
+    pub(super) overlay: Overlay,
+    /// Whether the heads-up display shows.
+    pub(super) hud: bool,
+    pub(super) info: SurfaceInfo,
+    /// The timeline's cells, as last looked up.
+    pub(super) cells: Vec<Cell>,
+    pub(super) cells_at: Option<Instant>,
+    pub(super) text_at: Option<Instant>,
+    /// When the last second's new frames were presented, for the achieved
+    /// rate on the heads-up display.
+    pub(super) presents: std::collections::VecDeque<Instant>,
+}
+
+/// How often the overlay looks at the caches and re-renders its text.
+pub(super) const CELLS_EVERY: Duration = Duration::from_millis(100);
+pub(super) const TEXT_EVERY: Duration = Duration::from_millis(250);
+impl Run<'_> {
+    /// Draws the picture on screen into the output and presents it.
+    /// `playing`: counts the interval since the last present.
+    pub(super) fn present(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        playing: bool,
+    ) -> Result<(), PlayError> {
+        let bind = self.picture(renderer).map(|(bind, _)| bind);
+        let presented = match output {
+            Output::Offscreen => {
+                renderer.draw(gpu, bind)?;
+                Some(Instant::now())
+            }
+            Output::Window(w) => {
+                self.update_overlay(gpu, w)?;
+                let bind = self.picture(renderer).map(|(bind, _)| bind);
+                match w.screen.acquire(gpu) {
+                    // Minimised or occluded: nothing drawn, the clock goes on.
+                    None => None,
+                    Some(frame) => {
+                        let view = frame.texture.create_view(&wgpu::TextureViewDescriptor {
+                            format: Some(renderer.format()),
+                            ..Default::default()
+                        });
+                        let size = (frame.texture.width(), frame.texture.height());
+                        renderer.draw_to(
+                            gpu,
+                            Some((&view, size)),
+                            bind,
+                            Some((&w.overlay, w.hud)),
+                        )?;
+                        gpu.queue().present(frame);
+                        let now = Instant::now();
+                        if playing {
+                            w.presents.push_back(now);
+                            while w
+                                .presents
+                                .front()
+                                .is_some_and(|&p| now - p > Duration::from_secs(1))
+                            {
+                                w.presents.pop_front();
+                            }
+                        }
+                        Some(now)
+                    }
+                }
+            }
+        };
+        match (playing, presented) {
+            (true, Some(now)) => {
+                if let Some(last) = self.last_present {
+                    self.intervals.push((now - last).as_secs_f64() * 1e3);
+                }
+                self.last_present = Some(now);
+            }
+            (true, None) => {}
+            (false, _) => self.last_present = None,
+        }
+        Ok(())
+    }
+
+    /// Reads back what tick `index` drew: headless, the target; in a
+    /// window, the same draw (overlay and all) into a target of the
+    /// window's size.
+    pub(super) fn save(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        index: u64,
+    ) -> Result<(), PlayError> {
+        if let Output::Window(w) = output {
+            let size = w.screen.size();
+            renderer.set_output_size(gpu, (size.0.max(1), size.1.max(1)))?;
+            let bind = self.picture(renderer).map(|(bind, _)| bind);
+            renderer.draw_to(gpu, None, bind, Some((&w.overlay, w.hud)))?;
+        }
+        let (w, h, rgba) = renderer.read_back(gpu)?;
+        let texel = format::texel_bytes(self.shared.texture) as u32;
+        let texels = match self.picture(renderer) {
+            Some((_, texture)) => read_texture(gpu, texture, texel)?,
+            None => Vec::new(),
+        };
+        self.saved.push(Saved {
+            tick: index,
+            frame: self.screen.map(|(f, _)| f),
+            position: self.screen_position(),
+            size: (w, h),
+            rgba,
+            texels,
+        });
+        Ok(())
+    }
+
+    /// Brings the overlay up to date: the timeline's cells (now and then),
+    /// the playhead, and the heads-up display's text.
+    pub(super) fn update_overlay(&self, gpu: &Gpu, w: &mut Windowed<'_>) -> Result<(), PlayError> {
+        let now = Instant::now();
+        let len = self.shared.route.len();
+        if w.cells_at.is_none_or(|at| now - at >= CELLS_EVERY) {
+            w.cells_at = Some(now);
+            w.cells.clear();
+            w.cells.resize(len, Cell::Empty);
+            if let Feed::Sequence { sequence, cache } = self.feed {
+                cache.held_positions(|pos| w.cells[pos] = Cell::Ram);
+                for (pos, entry) in sequence.entries.iter().enumerate() {
+                    if entry.path.is_none() {
+                        w.cells[pos] = Cell::Gap;
+                    }
+                }
+            }
+            if let Some(tier) = &self.shared.tier {
+                for (pos, cell) in w.cells.iter_mut().enumerate() {
+                    if tier.residency.contains(pos) {
+                        *cell = Cell::Device;
+                    }
+                }
+            }
+        }
+        w.overlay
+            .set_timeline(gpu, &w.cells, self.screen_position())?;
+        if w.hud && w.text_at.is_none_or(|at| now - at >= TEXT_EVERY) {
+            w.text_at = Some(now);
+            let lines = self.hud_lines(w);
+            let scale = if w.screen.size().0 >= 1280 { 2 } else { 1 };
+            w.overlay.set_text(gpu, &lines, scale)?;
+        }
+        Ok(())
+    }
+
+    /// The heads-up display's lines.
+    pub(super) fn hud_lines(&self, w: &Windowed<'_>) -> Vec<String> {
+        let shared = &self.shared;
+        let len = shared.route.len();
+        let pos = self.screen_position();
+        let fps = self.shared.period.as_secs_f64().recip();
+        let stats = shared.queue.stats();
+        let state = if shared.clock.paused() {
+            "paused"
+        } else {
+            "playing"
+        };
+        let looped = if shared.route.looped() {
+            "loop on"
+        } else {
+            "loop off"
+        };
+        let mut lines = vec![
+            match pos {
+                Some(p) => format!(
+                    "frame {} ({}/{})  {}",
+                    number_at(self.feed, p),
+                    p + 1,
+                    len,
+                    timecode(p as u64, fps)
+                ),
+                None => format!("frame -  (-/{len})"),
+            },
+            format!(
+                "{state}, {looped}  fps {:.2} of {:.2}",
+                w.presents.len(),
+                fps
+            ),
+            format!(
+                "dropped {}  late {}  failed {}",
+                stats.dropped, stats.late, stats.failed
+            ),
+        ];
+        if let Feed::Sequence { cache, .. } = self.feed {
+            let c = cache.stats();
+            lines.push(format!(
+                "cache {} frames, {} of {}",
+                c.frames,
+                human_bytes(c.bytes),
+                human_bytes(c.budget)
+            ));
+        }
+        if let Some(g) = &self.gpu_cache {
+            let g = g.stats();
+            lines.push(format!(
+                "gpu cache {} frames, {}",
+                g.frames,
+                human_bytes(g.bytes)
+            ));
+        }
+        let latency = {
+            let l = shared.counters.latencies.lock();
+            let recent = &l[l.len().saturating_sub(48)..];
+            Millis::of(recent.to_vec())
+        };
+        lines.push(format!(
+            "upload latency p50 {:.1} ms  p99 {:.1} ms",
+            latency.p50, latency.p99
+        ));
+        if let Some(d) = &self.display {
+            lines.push(format!("{:?}, exposure {:+.1}", d.transfer, d.exposure));
+        }
+        lines
+    }
+}
+
+/// `frames` frames at `fps` as hours:minutes:seconds:frames (whole frames
+/// per second, rounded: no drop-frame counting).
+pub(super) fn timecode(frames: u64, fps: f64) -> String {
+    let per_second = (fps.round() as u64).max(1);
+    let (seconds, f) = (frames / per_second, frames % per_second);
+    format!(
+        "{:02}:{:02}:{:02}:{:02}",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60,
+        f
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::timecode;
+
+    #[test]
+    pub(super) fn timecode_counts_whole_frames_per_second() {
+        assert_eq!(timecode(0, 24.0), "00:00:00:00");
+        assert_eq!(timecode(23, 24.0), "00:00:00:23");
+        assert_eq!(timecode(24 * 3661 + 5, 24.0), "01:01:01:05");
+        assert_eq!(timecode(30, 29.97), "00:00:01:00");
+    }
+}

@@ -1,0 +1,627 @@
+//! The render loop: ticks at the clock's pace, the user's commands (pause,
+//! step, seek), and what it measures.
+
+use super::output::Output;
+use super::*;
+use crate::transport::Command;
+
+/// How often a paused window redraws (its overlay moves on: the cache
+/// fills).
+pub(super) const PAUSED_REDRAW: Duration = Duration::from_millis(100);
+/// Longest a seek or a step waits for its frame before showing what it has.
+pub(super) const SEEK_WAIT: Duration = Duration::from_secs(10);
+
+/// The render loop's state and measurements.
+pub(super) struct Run<'a> {
+    pub(super) shared: Arc<Shared>,
+    pub(super) feed: &'a Feed,
+    pub(super) producer: Option<JoinHandle<Result<(), PlayError>>>,
+    pub(super) decoders: Vec<JoinHandle<()>>,
+    pub(super) blocked: Vec<f64>,
+    pub(super) render: Vec<f64>,
+    pub(super) saved: Vec<Saved>,
+    pub(super) passes: Vec<PassStats>,
+    pub(super) gpu_cache: Option<GpuCache>,
+    /// The tick of the frame on screen and where it comes from.
+    pub(super) screen: Option<(u64, Picture)>,
+    /// Ticks run that fell on a gap.
+    pub(super) gaps: u64,
+    /// Ticks left to the GPU tier past the last tick run.
+    pub(super) tier_leftover: u64,
+    /// Ticks left to the GPU tier for places a seek left.
+    pub(super) tier_discarded: u64,
+    /// Milliseconds between successive presents while playing.
+    pub(super) intervals: Vec<f64>,
+    /// The last present while playing; `None` after a pause, step or seek.
+    pub(super) last_present: Option<Instant>,
+    /// The display transform now (exposure keys change it).
+    pub(super) display: Option<Display>,
+    /// Ticks run so far.
+    pub(super) ticks_run: u64,
+}
+
+/// What the render loop did.
+pub(super) struct Played {
+    /// Ticks run.
+    pub(super) ticks: u64,
+    /// The tick after the last one run: pushes from it on were never due.
+    pub(super) next_tick: u64,
+    /// Pre-roll seconds.
+    pub(super) preroll: f64,
+    /// Frames the cache held when pre-roll ended.
+    pub(super) prerolled: u64,
+    /// The staging peak of the first second.
+    pub(super) first_second_peak: Option<u64>,
+}
+
+impl Drop for Run<'_> {
+    /// A run left early (an error, or a panic in the progress callback)
+    /// still stops its threads and lets its frames go.
+    fn drop(&mut self) {
+        if self.producer.is_some() || !self.decoders.is_empty() {
+            let _ = self.stop();
+        }
+    }
+}
+
+/// What the loop does after handling the user's commands.
+#[derive(PartialEq, Eq)]
+pub(super) enum Next {
+    Go,
+    Quit,
+}
+
+impl Run<'_> {
+    pub(super) fn play(
+        &mut self,
+        gpu: &Gpu,
+        engine: &UploadEngine,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        options: &PlayOptions,
+        progress: &mut impl FnMut(Progress) -> ControlFlow<()>,
+    ) -> Result<Played, PlayError> {
+        let preroll_started = Instant::now();
+        let prerolled = self.preroll(options)?;
+        let preroll = preroll_started.elapsed().as_secs_f64();
+        let shared = Arc::clone(&self.shared);
+        let start = shared.clock.start();
+        if options.start_paused {
+            shared.clock.pause();
+        }
+        gpu.tracker().reset_peaks();
+        let mut first_second_peak = None;
+        let mut last_frame_tick = None;
+        let mut tick = 0;
+        let mut pass = PassStats::default();
+        let mut shown_before = 0;
+        if options.start_paused {
+            // Show the first frame, then wait for the user.
+            self.show_now(gpu, renderer, output, tick, options)?;
+            tick += 1;
+        }
+        while self.ticks_run < shared.total {
+            self.check_failed()?;
+            let paused = shared.clock.paused();
+            let due = shared.clock.due(shared.pts(tick));
+            // Wait for the tick's time (or, paused, for the user), handling
+            // the window's events meanwhile.
+            let commands = match output {
+                Output::Offscreen => {
+                    if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                        std::thread::sleep(wait);
+                    }
+                    Vec::new()
+                }
+                Output::Window(w) => {
+                    let wait = if paused {
+                        PAUSED_REDRAW
+                    } else {
+                        due.saturating_duration_since(Instant::now())
+                    };
+                    w.screen.pump(wait);
+                    if w.screen.closed() {
+                        break;
+                    }
+                    w.screen.take_commands()
+                }
+            };
+            let mut quit = false;
+            for command in commands {
+                quit |=
+                    self.command(gpu, renderer, output, &mut tick, command, options)? == Next::Quit;
+            }
+            if quit {
+                break;
+            }
+            if shared.clock.paused() {
+                self.redraw(gpu, renderer, output)?;
+                continue;
+            }
+            if Instant::now() < shared.clock.due(shared.pts(tick)) {
+                // Woken early by the window: not this tick's time yet.
+                continue;
+            }
+            let Some(pos) = shared.route.position(tick) else {
+                // The end of a sequence that does not loop: headless, the
+                // run is over; a window holds the last frame, paused.
+                if matches!(output, Output::Offscreen) {
+                    break;
+                }
+                shared.clock.pause();
+                self.last_present = None;
+                continue;
+            };
+            let is_frame = self.is_frame(pos);
+            if is_frame {
+                last_frame_tick = Some(tick);
+            }
+            let from_tier = self.tier_tick(tick);
+            if shared.mode == Mode::EveryFrame
+                && !from_tier
+                && let Some(want) = last_frame_tick
+            {
+                self.wait_for(want, output)?;
+            }
+            let t = match shared.mode {
+                Mode::Realtime => shared.clock.now().unwrap_or_default(),
+                Mode::EveryFrame => shared.pts(tick),
+            };
+            self.tick(gpu, renderer, output, tick, t, from_tier, options, true)?;
+            tick += 1;
+            self.sample(gpu, engine, &shared);
+            pass.frames += u64::from(is_frame);
+            self.gaps += u64::from(!is_frame);
+            if pos + 1 == shared.route.len() {
+                let shown = self.shown();
+                self.close_pass(&mut pass, shown - shown_before);
+                shown_before = shown;
+            }
+            if first_second_peak.is_none() && start.elapsed() > Duration::from_secs(1) {
+                // From here on the pool must not grow: measure its peak afresh.
+                first_second_peak = Some(engine.staging_pool().stats().peak_held);
+                engine.staging_pool().reset_peaks();
+            }
+            let asked = progress(Progress {
+                tick: self.ticks_run,
+                ticks: shared.total,
+                frames: shared.queue.stats(),
+                bandwidth: engine.stats().bandwidth,
+            });
+            if asked.is_break() {
+                break;
+            }
+        }
+        if pass.frames > 0 {
+            let shown = self.shown();
+            self.close_pass(&mut pass, shown - shown_before);
+        }
+        Ok(Played {
+            ticks: self.ticks_run,
+            next_tick: tick,
+            preroll,
+            prerolled,
+            first_second_peak,
+        })
+    }
+
+    /// Carries out one command; returns whether to go on. A step or a seek
+    /// shows its frame at once.
+    pub(super) fn command(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        tick: &mut u64,
+        command: Command,
+        options: &PlayOptions,
+    ) -> Result<Next, PlayError> {
+        let shared = Arc::clone(&self.shared);
+        let clock = &shared.clock;
+        let len = shared.route.len();
+        let on_screen = self.screen_position();
+        match command {
+            Command::Quit => return Ok(Next::Quit),
+            Command::TogglePause if clock.paused() => {
+                if shared.route.position(*tick).is_none() {
+                    // Play again from the start of the range.
+                    self.seek(gpu, renderer, output, tick, 0, options)?;
+                }
+                self.last_present = None;
+                clock.resume();
+            }
+            Command::TogglePause => clock.pause(),
+            Command::Step(n) => {
+                clock.pause();
+                if n > 0 {
+                    if shared.route.position(*tick).is_some() {
+                        self.show_now(gpu, renderer, output, *tick, options)?;
+                        *tick += 1;
+                    }
+                } else if let Some(pos) = on_screen {
+                    let back = (n.unsigned_abs() as usize).min(len);
+                    let to = if pos >= back {
+                        pos - back
+                    } else if shared.route.looped() {
+                        len - (back - pos)
+                    } else {
+                        0
+                    };
+                    self.seek(gpu, renderer, output, tick, to, options)?;
+                }
+            }
+            Command::First => self.seek(gpu, renderer, output, tick, 0, options)?,
+            Command::Last => {
+                self.seek(gpu, renderer, output, tick, len.saturating_sub(1), options)?;
+            }
+            Command::Seek(pos) => {
+                self.seek(gpu, renderer, output, tick, pos.min(len - 1), options)?;
+            }
+            Command::ToggleLoop => shared.route.set_looped(!shared.route.looped()),
+            Command::Exposure(stops) => {
+                if let Some(display) = &mut self.display {
+                    let max = crate::options::MAX_EXPOSURE as f32;
+                    display.exposure = (display.exposure + stops).clamp(-max, max);
+                    renderer.set_display(gpu, self.display)?;
+                }
+            }
+            Command::ToggleFullscreen => {
+                if let Output::Window(w) = output {
+                    w.screen.toggle_fullscreen();
+                }
+            }
+            Command::ToggleHud => {
+                if let Output::Window(w) = output {
+                    w.hud = !w.hud;
+                    w.text_at = None;
+                }
+            }
+        }
+        Ok(Next::Go)
+    }
+
+    /// Moves playback to position `pos`: a new leg of the route from a
+    /// tick past everything pushed, the frames pushed for the old place
+    /// let go, the clock set to the new tick's time. Shows the frame at
+    /// once (waiting for it, with the clock still).
+    pub(super) fn seek(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        tick: &mut u64,
+        pos: usize,
+        options: &PlayOptions,
+    ) -> Result<(), PlayError> {
+        let shared = Arc::clone(&self.shared);
+        let start = shared.route.seek(*tick, pos);
+        shared.queue.discard_before(start);
+        if let Some(tier) = &shared.tier {
+            self.tier_discarded += tier.handoff.discard_before(start);
+        }
+        if let Feed::Sequence { cache, .. } = self.feed {
+            cache.set_playhead(pos);
+        }
+        *tick = start + 1;
+        self.show_now(gpu, renderer, output, start, options)
+    }
+
+    /// Runs tick `tick` now, out of the clock's order (a step or a seek):
+    /// the clock is set to its time, and stands still while its frame
+    /// comes. Nothing past the end of the route.
+    pub(super) fn show_now(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        tick: u64,
+        options: &PlayOptions,
+    ) -> Result<(), PlayError> {
+        let shared = Arc::clone(&self.shared);
+        let Some(pos) = shared.route.position(tick) else {
+            return Ok(());
+        };
+        let was_paused = shared.clock.paused();
+        shared.clock.pause();
+        shared.clock.set(shared.pts(tick));
+        let from_tier = self.tier_tick(tick);
+        if !from_tier && self.is_frame(pos) {
+            let deadline = Instant::now() + SEEK_WAIT;
+            while shared.queue.wait_ready(tick, Duration::from_millis(20)) == WaitReady::TimedOut
+                && Instant::now() < deadline
+            {
+                self.check_failed()?;
+                if let Output::Window(w) = output {
+                    w.screen.pump(Duration::ZERO);
+                    if w.screen.closed() {
+                        break;
+                    }
+                }
+            }
+        }
+        self.last_present = None;
+        self.tick(
+            gpu,
+            renderer,
+            output,
+            tick,
+            shared.pts(tick),
+            from_tier,
+            options,
+            false,
+        )?;
+        self.gaps += u64::from(!self.is_frame(pos));
+        if !was_paused {
+            shared.clock.resume();
+        }
+        Ok(())
+    }
+
+    /// The sequence position of the frame on screen.
+    pub(super) fn screen_position(&self) -> Option<usize> {
+        let (tick, _) = self.screen?;
+        self.shared.route.position(tick)
+    }
+
+    /// Draws the frame on screen again (paused: the overlay moves on, the
+    /// window may have been resized or the exposure changed).
+    pub(super) fn redraw(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+    ) -> Result<(), PlayError> {
+        if let Output::Window(_) = output {
+            self.present(gpu, renderer, output, false)?;
+        }
+        Ok(())
+    }
+
+    /// Frames put on screen so far, from the queue and the GPU tier.
+    pub(super) fn shown(&self) -> u64 {
+        self.shared.queue.stats().shown + self.gpu_cache.as_ref().map_or(0, |c| c.stats().shown)
+    }
+
+    /// Whether the GPU tier shows tick `tick` (the producer left it to the
+    /// tier). In every-frame mode it first waits for the producer's word.
+    pub(super) fn tier_tick(&mut self, tick: u64) -> bool {
+        let (Some(tier), Some(cache)) = (&self.shared.tier, &mut self.gpu_cache) else {
+            return false;
+        };
+        if self.shared.mode == Mode::EveryFrame {
+            tier.handoff.wait_decided(tick);
+        }
+        let (mine, passed_over) = tier.handoff.take(tick);
+        cache.count_shown(mine, passed_over);
+        mine
+    }
+
+    /// The position in the sequence of tick `tick` (0 for a tick the
+    /// route no longer knows: it was pushed for a place a seek left).
+    pub(super) fn position(&self, tick: u64) -> usize {
+        self.shared.route.position(tick).unwrap_or(0)
+    }
+
+    /// The picture for tick `tick`: the GPU tier's, or the frame queue's
+    /// at time `t`, never one older than the picture on screen. A frame
+    /// newly shown from the queue is kept in the GPU tier, if it has room.
+    pub(super) fn pick(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &Renderer,
+        tick: u64,
+        t: Duration,
+        from_tier: bool,
+    ) -> Result<(), PlayError> {
+        if from_tier {
+            self.screen = Some((tick, Picture::Tier(self.position(tick))));
+            return Ok(());
+        }
+        let queue = Arc::clone(&self.shared.queue);
+        if self.gpu_cache.is_some() {
+            // Frames are kept as soon as they land, not when shown, so
+            // the producer finds them on the device as early as it can.
+            for p in queue.landed() {
+                let pos = self.position(p.frame);
+                if let Some(cache) = &mut self.gpu_cache {
+                    cache.store(gpu, renderer, pos, queue.texture(p.slot))?;
+                }
+            }
+        }
+        let Some(p) = queue.present(t) else {
+            return Ok(());
+        };
+        if self.screen.is_none_or(|(f, _)| p.frame > f) {
+            self.screen = Some((p.frame, Picture::Slot(p.slot)));
+            // It may have landed after the look above.
+            let pos = self.position(p.frame);
+            if let Some(cache) = &mut self.gpu_cache {
+                cache.store(gpu, renderer, pos, queue.texture(p.slot))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The bind group and texture of the picture on screen.
+    pub(super) fn picture<'a>(
+        &'a self,
+        renderer: &'a Renderer,
+    ) -> Option<(&'a wgpu::BindGroup, &'a wgpu::Texture)> {
+        match self.screen?.1 {
+            Picture::Slot(slot) => Some((renderer.slot(slot)?, self.shared.queue.texture(slot))),
+            Picture::Tier(pos) => self.gpu_cache.as_ref()?.get(pos).map(|(t, b)| (b, t)),
+        }
+    }
+
+    pub(super) fn close_pass(&mut self, pass: &mut PassStats, shown: u64) {
+        pass.shown = shown.min(pass.frames);
+        pass.missed = pass.frames - pass.shown;
+        self.passes.push(std::mem::take(pass));
+    }
+
+    /// Whether position `pos` carries a frame (not a gap).
+    pub(super) fn is_frame(&self, pos: usize) -> bool {
+        match self.feed {
+            Feed::Synthetic(_) => true,
+            Feed::Sequence { sequence, .. } => sequence.entries[pos].path.is_some(),
+        }
+    }
+
+    /// Fills the cache as asked, starts the producer, then waits for the
+    /// frame queue's first frames, so start-up costs do not count as late or dropped frames.
+    /// Returns the frames the cache held when it ended.
+    pub(super) fn preroll(&mut self, options: &PlayOptions) -> Result<u64, PlayError> {
+        let mut held = 0;
+        if let (Feed::Sequence { sequence, cache }, Some(p)) = (self.feed, options.preroll) {
+            let frames = sequence.len() - sequence.gaps();
+            let want = match p {
+                Preroll::Frames(n) => n.min(frames),
+                Preroll::All => frames,
+            }
+            .min(cache.capacity());
+            // Ends when `want` frames are held, or nothing more will be
+            // decoded (a failed decode is held as its error, and the
+            // producer reports it when it reaches that frame).
+            cache.wait_filled(want, Duration::MAX);
+            held = cache.stats().frames;
+        }
+        // The producer starts once the cache is filled: what it fetches
+        // from then on are hits.
+        self.producer = Some(spawn_producer(&self.shared, self.feed)?);
+        let wanted = options.depth.min(self.shared.total as usize);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.shared.queue.preroll(wanted, Duration::from_millis(20)) < wanted
+            && !self.producer_done()
+            && Instant::now() < deadline
+        {
+            self.check_failed()?;
+        }
+        Ok(held)
+    }
+
+    pub(super) fn producer_done(&self) -> bool {
+        self.producer.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Stops at once when the producer failed (a corrupt frame, a frame of
+    /// another size): the error now, not after the clock has run out.
+    pub(super) fn check_failed(&mut self) -> Result<(), PlayError> {
+        if self.producer_done()
+            && let Some(handle) = self.producer.take()
+        {
+            handle
+                .join()
+                .map_err(|_| PlayError::InvalidOption("the producer thread panicked".into()))??;
+        }
+        Ok(())
+    }
+
+    /// Every-frame mode: waits until frame `tick` has landed (or failed),
+    /// with the clock standing still meanwhile (a window's events are
+    /// still handled: its commands run at the next tick).
+    pub(super) fn wait_for(&mut self, tick: u64, output: &mut Output<'_>) -> Result<(), PlayError> {
+        let started = Instant::now();
+        let slice = match output {
+            Output::Offscreen => Duration::from_millis(100),
+            Output::Window(_) => Duration::from_millis(20),
+        };
+        while self.shared.queue.wait_ready(tick, slice) == WaitReady::TimedOut {
+            // Wakes now and then to stop at once if the producer failed.
+            self.check_failed()?;
+            if let Output::Window(w) = output {
+                w.screen.pump(Duration::ZERO);
+                if w.screen.closed() {
+                    break;
+                }
+            }
+        }
+        self.shared.clock.wait_added(started.elapsed());
+        Ok(())
+    }
+
+    /// Runs tick `tick`: picks the picture for time `t`, draws it, and
+    /// reads it back if this is a tick to save. `playing`: the tick follows
+    /// the one before at the clock's pace (its present interval counts).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn tick(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        tick: u64,
+        t: Duration,
+        from_tier: bool,
+        options: &PlayOptions,
+        playing: bool,
+    ) -> Result<(), PlayError> {
+        let index = self.ticks_run;
+        self.ticks_run += 1;
+        let t1 = Instant::now();
+        self.pick(gpu, renderer, tick, t, from_tier)?;
+        let t2 = Instant::now();
+        self.present(gpu, renderer, output, playing)?;
+        let t3 = Instant::now();
+        self.blocked.push((t2 - t1).as_secs_f64() * 1e3);
+        self.render.push((t3 - t2).as_secs_f64() * 1e3);
+        if let Some(timeline) = &self.shared.timeline {
+            timeline.span("render", "present", t1, t2);
+            timeline.span("render", "render pass", t2, t3);
+        }
+        if options.save_ticks.contains(&index) {
+            self.save(gpu, renderer, output, index)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn sample(&self, gpu: &Gpu, engine: &UploadEngine, shared: &Shared) {
+        let Some(timeline) = &shared.timeline else {
+            return;
+        };
+        let staging = engine.staging_pool().stats().held as f64;
+        let textures = gpu
+            .tracker()
+            .stats(stagehand_gpu::ObjectKind::Texture)
+            .bytes as f64;
+        let mut counters = vec![("staging pool", staging), ("textures", textures)];
+        if let Feed::Sequence { cache, .. } = self.feed {
+            counters.push(("frame cache", cache.stats().bytes as f64));
+        }
+        timeline.counter("memory", Instant::now(), &counters);
+    }
+
+    /// Ends the run: the queue closes (a producer waiting for a slot
+    /// stops), the cache closes (decoders stop, its memory goes back),
+    /// every thread is joined. Returns the queue's final numbers, or the
+    /// producer's error if it failed.
+    pub(super) fn stop(&mut self) -> Result<stagehand_gpu::upload::FrameStats, PlayError> {
+        self.shared.route.close();
+        self.shared.queue.close();
+        if let Feed::Sequence { cache, .. } = self.feed {
+            cache.close();
+        }
+        if let Some(tier) = &self.shared.tier {
+            // Ticks left to the tier that the loop never reached lie past
+            // its last tick.
+            self.tier_leftover = tier.handoff.close();
+        }
+        let produced = match self.producer.take() {
+            Some(handle) => handle
+                .join()
+                .map_err(|_| PlayError::InvalidOption("the producer thread panicked".into()))
+                .and_then(|r| r),
+            None => Ok(()),
+        };
+        for d in self.decoders.drain(..) {
+            let _ = d.join();
+        }
+        let mut frames = self.shared.queue.finish();
+        if let Some(cache) = &self.gpu_cache {
+            // Frames the tier showed count as shown; tier ticks the loop
+            // passed over (or never reached), as dropped.
+            let tier = cache.stats();
+            frames.shown += tier.shown;
+            frames.dropped += tier.passed_over;
+        }
+        produced.map(|()| frames)
+    }
+}
