@@ -348,7 +348,10 @@ pub fn run(args: &PlayArgs) -> Result<(), Failure> {
         ..stagehand_play::engine_config(args.threads)
     };
     let engine = UploadEngine::new(Arc::clone(&gpu), config).map_err(PlayError::from)?;
-    let mut bar = Bar::new(!args.json);
+    // A window with no end but the user's has no progress to show but its
+    // own heads-up display.
+    let unbounded = screen.is_some() && options.frames.is_none();
+    let mut bar = Bar::new(!args.json && !unbounded);
     let summary = match &mut screen {
         Some(screen) => play_in(&gpu, &engine, &options, screen, |p| bar.update(&p))?,
         None => play(&gpu, &engine, &options, |p| bar.update(&p))?,

@@ -693,3 +693,87 @@ fn short_run_json_has_the_fields_in_report_order() {
     assert_eq!(known, order, "sections out of report order: {keys:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// The window's options.
+
+#[test]
+fn window_value_other_than_auto_on_off_is_a_usage_error() {
+    let done = play(&["--window=sometimes", "--frames", "2"]);
+    assert_usage_error(&done, "--window", "sometimes", "");
+    assert!(
+        done.stderr.contains("possible values: auto, on, off"),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn window_and_headless_together_are_a_usage_error() {
+    let done = play(&["--window", "--headless", "--frames", "2"]);
+    assert_eq!(done.code(), Some(2), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("cannot be used with"),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn present_mode_unknown_is_a_usage_error() {
+    let done = play(&["--present-mode", "vsync", "--frames", "2"]);
+    assert_usage_error(&done, "--present-mode", "vsync", "");
+    assert!(
+        done.stderr
+            .contains("possible values: auto, fifo, mailbox, immediate"),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn window_with_no_display_fails_at_once_saying_so() {
+    let done = play(&["--window", "--frames", "2"]);
+    assert_fails_within(
+        &done,
+        "cannot open a window: no display",
+        Duration::from_secs(1),
+    );
+}
+
+#[test]
+fn start_paused_headless_is_refused_nothing_could_resume_it() {
+    let mut args = vec!["--start-paused", "--headless"];
+    args.extend(TEN_SECONDS);
+    assert_fails(&play(&args), "--start-paused needs a window");
+}
+
+#[test]
+fn seek_to_a_frame_not_in_the_sequence_is_refused_naming_the_range() {
+    let dir = png_sequence("seek-outside", 3);
+    let done = play(&[arg(&dir), "--seek", "7"]);
+    assert_fails(&done, "--seek 7: the sequence has frames 1 to 3");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn seek_past_synthetic_frames_is_refused() {
+    let mut args = vec!["--seek", "-1"];
+    args.extend(TEN_SECONDS);
+    assert_fails(
+        &play(&args),
+        "--seek -1: synthetic playback has frames 0 to 239",
+    );
+}
+
+#[test]
+fn seek_headless_plays_from_that_frame_to_the_end() {
+    let dir = png_sequence("seek-headless", 5);
+    let done = play(&[arg(&dir), "--seek", "3", "--mode", "every-frame", "--json"]);
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    let report: serde_json::Value = serde_json::from_str(&done.stdout).expect("JSON");
+    let playback = &report["playback"];
+    assert_eq!(playback["ticks"], 3, "frames 3, 4 and 5: {playback}");
+    assert_eq!(playback["frames"]["shown"], 3, "{playback}");
+    assert_eq!(playback["output"], "offscreen");
+    let _ = std::fs::remove_dir_all(dir);
+}

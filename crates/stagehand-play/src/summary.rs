@@ -88,6 +88,10 @@ pub struct PlaySummary {
     /// Time between successive presents while playing (pauses, steps and
     /// seeks excepted), against the frame period `1000 / fps` ms.
     pub present_interval: Millis,
+    /// Render-thread time per frame in the window surface's acquire and
+    /// present calls (zeros offscreen). A software adapter finishes the
+    /// frame's drawing and copies it to the display inside them.
+    pub present_calls: Millis,
     /// Target rate.
     pub fps: f64,
     /// Realtime or every frame.
@@ -320,6 +324,7 @@ impl Section for PlaySummary {
             Row::new("upload latency", ms(&self.upload_latency)),
             Row::new("blocked by uploads", ms(&self.blocked)),
             Row::new("render pass", ms(&self.render)),
+            Row::new("acquire + present", ms(&self.present_calls)),
             Row::new("present interval", ms(&self.present_interval)),
         ];
         let table = Table {
@@ -332,7 +337,7 @@ impl Section for PlaySummary {
             blocks: vec![Block::Fields(self.fields()), Block::Table(table)],
             footnotes: vec![
                 "presented + dropped + failed + never pushed = in range; late: shown more than a frame after its time.".into(),
-                "blocked by uploads: render-thread time per tick choosing the frame to show; the render pass (draw + submit) is timed apart.".into(),
+                "blocked by uploads: render-thread time per tick choosing the frame to show; the render pass (draw + submit, and in a window the surface's acquire + present) is timed apart.".into(),
                 "upload latency: from queued to GPU complete. after 1st second: the staging pool's peak from then on (flat memory: no growth).".into(),
                 format!(
                     "present interval: between successive presents while playing; the frame period is {:.3} ms.",

@@ -51,7 +51,10 @@ impl Run<'_> {
             Output::Window(w) => {
                 self.update_overlay(gpu, w)?;
                 let bind = self.picture(renderer).map(|(bind, _)| bind);
-                match w.screen.acquire(gpu) {
+                let acquiring = Instant::now();
+                let acquired = w.screen.acquire(gpu);
+                let acquire = acquiring.elapsed();
+                match acquired {
                     // Minimised or occluded: nothing drawn, the clock goes on.
                     None => None,
                     Some(frame) => {
@@ -66,8 +69,11 @@ impl Run<'_> {
                             bind,
                             Some((&w.overlay, w.hud)),
                         )?;
+                        let presenting = Instant::now();
                         gpu.queue().present(frame);
                         let now = Instant::now();
+                        self.present_calls
+                            .push((acquire + (now - presenting)).as_secs_f64() * 1e3);
                         if playing {
                             w.presents.push_back(now);
                             while w

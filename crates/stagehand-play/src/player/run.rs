@@ -30,6 +30,8 @@ pub(super) struct Run<'a> {
     pub(super) tier_leftover: u64,
     /// Ticks left to the GPU tier for places a seek left.
     pub(super) tier_discarded: u64,
+    /// Milliseconds in the surface's acquire and present calls (a window).
+    pub(super) present_calls: Vec<f64>,
     /// Milliseconds between successive presents while playing.
     pub(super) intervals: Vec<f64>,
     /// The last present while playing; `None` after a pause, step or seek.
