@@ -30,7 +30,7 @@ const FRAME: (u32, u32) = (64, 48);
 /// The timeline strip's height at the bottom of the window.
 const BAR: u32 = 24;
 /// Longest a window takes to show what it was asked to.
-const SETTLE: Duration = Duration::from_secs(20);
+const SETTLE: Duration = Duration::from_secs(8);
 
 fn tool(name: &str) -> bool {
     Command::new("sh")
@@ -113,9 +113,16 @@ impl Xvfb {
 }
 
 impl Drop for Xvfb {
+    /// Stops the server with SIGTERM, so it removes its lock and socket
+    /// before the next test's server starts (SIGKILL after a second).
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let started = Instant::now();
+        if common::wait_at_most(&mut self.child, started, Duration::from_secs(1)).is_none() {
+            let _ = self.child.wait();
+        }
     }
 }
 
@@ -479,7 +486,7 @@ fn exposure(backend: &str) {
         grey,
     )
     .unwrap();
-    let player = Player::launch(
+    let mut player = Player::launch(
         &x,
         backend,
         &[
@@ -492,7 +499,7 @@ fn exposure(backend: &str) {
     );
     // sRGB of 0.18 is 118 of 255, give or take rounding on the way.
     let level = |p: &Player<'_>| i32::from(p.centre()[1]);
-    let wait_level = |p: &Player<'_>, want: i32, what: &str| {
+    let wait_level = |p: &mut Player<'_>, want: i32, what: &str| {
         let started = Instant::now();
         loop {
             let got = level(p);
@@ -506,13 +513,13 @@ fn exposure(backend: &str) {
             std::thread::sleep(Duration::from_millis(50));
         }
     };
-    wait_level(&player, 118, "0.18 through sRGB");
+    wait_level(&mut player, 118, "0.18 through sRGB");
     // Two presses of Up: one stop brighter, 0.36 → 162.
     player.key(&["Up", "Up"]);
-    wait_level(&player, 162, "+1 stop");
+    wait_level(&mut player, 162, "+1 stop");
     // Four presses of Down: one stop darker than the start, 0.09 → 85.
     player.key(&["Down", "Down", "Down", "Down"]);
-    wait_level(&player, 85, "-1 stop");
+    wait_level(&mut player, 85, "-1 stop");
     player.key(&["q"]);
     let out = player.finish();
     assert!(
@@ -532,6 +539,56 @@ fn up_and_down_change_the_exposure_of_a_float_source_on_lavapipe() {
 #[test]
 fn up_and_down_change_the_exposure_of_a_float_source_on_llvmpipe() {
     exposure("gl");
+}
+
+/// Frames stepped over land in the GPU tier; stepping back onto them
+/// shows them from the device at once.
+fn steps_back_onto_the_gpu_tier(backend: &str) {
+    let Some(x) = Xvfb::start(&format!("gpu tier steps on {backend}")) else {
+        return;
+    };
+    let dir = write_sequence(&format!("tier-{backend}"));
+    let player = Player::launch(
+        &x,
+        backend,
+        &[
+            dir.to_str().unwrap(),
+            "--window",
+            "--start-paused",
+            "--seek",
+            "1002",
+            "--gpu-cache",
+            "64M",
+            "--output-size",
+            "320x240",
+        ],
+    );
+    player.wait_for(colour(1002), "paused at 1002");
+    player.key(&["Right", "Right", "Right"]);
+    player.wait_for(colour(1005), "three steps right");
+    player.key(&["Left"]);
+    player.wait_for(colour(1004), "one step back, onto the device");
+    player.key(&["Left", "Left"]);
+    player.wait_for(colour(1002), "two more steps back");
+    player.key(&["q"]);
+    let out = player.finish();
+    assert!(
+        out.status.success(),
+        "exit: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn steps_back_onto_frames_in_the_gpu_tier_show_them_at_once_on_lavapipe() {
+    steps_back_onto_the_gpu_tier("vulkan");
+}
+
+#[test]
+fn steps_back_onto_frames_in_the_gpu_tier_show_them_at_once_on_llvmpipe() {
+    steps_back_onto_the_gpu_tier("gl");
 }
 
 fn letterbox_and_close(backend: &str) {

@@ -122,12 +122,20 @@ impl Handoff {
     }
 
     /// Render loop: waits until the producer has decided `tick` (or has
-    /// stopped).
-    pub fn wait_decided(&self, tick: u64) {
+    /// stopped), or `deadline` passes; whether it has.
+    pub fn wait_decided(&self, tick: u64, deadline: Option<std::time::Instant>) -> bool {
         let mut state = self.state.lock();
         while state.decided <= tick && !state.closed {
-            self.changed.wait(&mut state);
+            match deadline {
+                None => self.changed.wait(&mut state),
+                Some(d) => {
+                    if self.changed.wait_until(&mut state, d).timed_out() {
+                        break;
+                    }
+                }
+            }
         }
+        state.decided > tick || state.closed
     }
 
     /// Render loop: whether `tick` is the tier's to show. Tier ticks

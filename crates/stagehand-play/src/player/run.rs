@@ -326,9 +326,26 @@ impl Run<'_> {
         let was_paused = shared.clock.paused();
         shared.clock.pause();
         shared.clock.set(shared.pts(tick));
+        let deadline = Instant::now() + SEEK_WAIT;
+        if let Some(tier) = &shared.tier {
+            // The producer's word first: the frame may be on the device
+            // already, and then nothing will come through the queue.
+            while !tier
+                .handoff
+                .wait_decided(tick, Some(Instant::now() + Duration::from_millis(20)))
+                && Instant::now() < deadline
+            {
+                self.check_failed()?;
+                if let Output::Window(w) = output {
+                    w.screen.pump(Duration::ZERO);
+                    if w.screen.closed() {
+                        break;
+                    }
+                }
+            }
+        }
         let from_tier = self.tier_tick(tick);
         if !from_tier && self.is_frame(pos) {
-            let deadline = Instant::now() + SEEK_WAIT;
             while shared.queue.wait_ready(tick, Duration::from_millis(20)) == WaitReady::TimedOut
                 && Instant::now() < deadline
             {
@@ -391,7 +408,7 @@ impl Run<'_> {
             return false;
         };
         if self.shared.mode == Mode::EveryFrame {
-            tier.handoff.wait_decided(tick);
+            tier.handoff.wait_decided(tick, None);
         }
         let (mine, passed_over) = tier.handoff.take(tick);
         cache.count_shown(mine, passed_over);
@@ -490,7 +507,12 @@ impl Run<'_> {
         // The producer starts once the cache is filled: what it fetches
         // from then on are hits.
         self.producer = Some(spawn_producer(&self.shared, self.feed)?);
-        let wanted = options.depth.min(self.shared.total as usize);
+        // As many frames as the queue holds, or as the route has before
+        // its end (a start near the end of a range that does not loop).
+        let wanted = (0..options.depth.min(self.shared.total as usize) as u64)
+            .filter_map(|tick| self.shared.route.position(tick))
+            .filter(|&pos| self.is_frame(pos))
+            .count();
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.shared.queue.preroll(wanted, Duration::from_millis(20)) < wanted
             && !self.producer_done()

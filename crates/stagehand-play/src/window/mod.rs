@@ -131,7 +131,13 @@ impl ApplicationHandler for App {
                 self.resized = true;
             }
             WindowEvent::Occluded(occluded) => self.occluded = occluded,
-            WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
+            // Synthetic presses stand for keys already down when the window
+            // took the focus: they were pressed for something else.
+            WindowEvent::KeyboardInput {
+                event,
+                is_synthetic: false,
+                ..
+            } if event.state == ElementState::Pressed => {
                 if let Some(command) = keys::command(&event.logical_key) {
                     self.commands.push(command);
                 }
@@ -290,7 +296,9 @@ impl Screen {
             },
         };
         if w > 0 && h > 0 {
-            surface.configure(gpu.device(), &config);
+            gpu.device()
+                .catch(|| surface.configure(gpu.device(), &config))
+                .map_err(|e| PlayError::NoDisplay(format!("cannot present to the window: {e}")))?;
         }
         self.surface = Some(Surface { surface, config });
         Ok(SurfaceInfo {
@@ -381,7 +389,12 @@ impl Screen {
         }
         for _ in 0..2 {
             let surface = self.surface.as_ref()?;
-            match surface.surface.get_current_texture() {
+            // A window destroyed under us fails validation: skip the frame
+            // (its close event ends playback) rather than panic.
+            let Ok(current) = gpu.device().catch(|| surface.surface.get_current_texture()) else {
+                return None;
+            };
+            match current {
                 wgpu::CurrentSurfaceTexture::Success(t) => return Some(t),
                 wgpu::CurrentSurfaceTexture::Suboptimal(t) => {
                     // Drawn this time; configured afresh before the next.
@@ -406,7 +419,9 @@ impl Screen {
         {
             s.config.width = w;
             s.config.height = h;
-            s.surface.configure(gpu.device(), &s.config);
+            let _ = gpu
+                .device()
+                .catch(|| s.surface.configure(gpu.device(), &s.config));
         }
     }
 

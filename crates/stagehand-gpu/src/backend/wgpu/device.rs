@@ -75,6 +75,15 @@ impl Caught {
 }
 
 impl Device {
+    /// Runs `f` inside validation and out-of-memory error scopes: what wgpu
+    /// rejects comes back as its message instead of reaching the device's
+    /// uncaptured-error handler (which panics). For wgpu calls that have no
+    /// `create_*` wrapper here, such as a surface's `configure` and
+    /// `get_current_texture` on a window that may already be gone.
+    pub fn catch<T>(&self, f: impl FnOnce() -> T) -> std::result::Result<T, String> {
+        scoped_call(&self.device, f)
+    }
+
     pub(crate) fn new(device: Tracked<wgpu::Device>, adapter: wgpu::Adapter) -> Self {
         Self { device, adapter }
     }
