@@ -541,6 +541,52 @@ fn up_and_down_change_the_exposure_of_a_float_source_on_llvmpipe() {
     exposure("gl");
 }
 
+/// L while playing a loop: playback goes on to the end of the range and
+/// holds its last frame there.
+fn loop_off_while_playing(backend: &str) {
+    let Some(x) = Xvfb::start(&format!("loop off while playing on {backend}")) else {
+        return;
+    };
+    let dir = write_sequence(&format!("loop-off-{backend}"));
+    let player = Player::launch(
+        &x,
+        backend,
+        &[
+            dir.to_str().unwrap(),
+            "--window",
+            "--loop",
+            "--fps",
+            "4",
+            "--output-size",
+            "320x240",
+        ],
+    );
+    player.wait_for(colour(1002), "playing the loop");
+    player.key(&["l"]);
+    player.wait_for(colour(1008), "on to the last frame with the loop off");
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(player.centre(), colour(1008), "the last frame holds");
+    player.key(&["q"]);
+    let out = player.finish();
+    assert!(
+        out.status.success(),
+        "exit: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn loop_off_while_playing_goes_on_to_the_last_frame_and_holds_it_on_lavapipe() {
+    loop_off_while_playing("vulkan");
+}
+
+#[test]
+fn loop_off_while_playing_goes_on_to_the_last_frame_and_holds_it_on_llvmpipe() {
+    loop_off_while_playing("gl");
+}
+
 /// Frames stepped over land in the GPU tier; stepping back onto them
 /// shows them from the device at once.
 fn steps_back_onto_the_gpu_tier(backend: &str) {

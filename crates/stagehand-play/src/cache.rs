@@ -119,6 +119,9 @@ struct State {
     aside: HashMap<usize, Decoded>,
     /// Positions being decoded.
     claimed: HashSet<usize>,
+    /// Positions a fetch is waiting for: decoded first, wherever the
+    /// playhead is (a seek may have moved it away from them).
+    fetching: HashSet<usize>,
     playhead: usize,
     /// The position the player last fetched: decoders do not decode it
     /// again for the same pass.
@@ -164,6 +167,7 @@ impl FrameCache {
                 held: HashMap::new(),
                 aside: HashMap::new(),
                 claimed: HashSet::new(),
+                fetching: HashSet::new(),
                 playhead: 0,
                 consumed: None,
                 stats: CacheStats {
@@ -276,6 +280,16 @@ impl FrameCache {
     /// only if it would be retained, or, when the budget holds no frame,
     /// while the hand-over has room.
     fn wanted(&self, state: &State) -> Option<usize> {
+        let taken = |p: &usize| {
+            state.held.contains_key(p) || state.aside.contains_key(p) || state.claimed.contains(p)
+        };
+        if let Some(&p) = state
+            .fetching
+            .iter()
+            .find(|&p| !taken(p) && !self.skip.contains(p))
+        {
+            return Some(p);
+        }
         let window = self.window(state);
         let start = usize::from(state.consumed == Some(state.playhead));
         let aside_room = self.capacity() == 0 && state.aside.len() < self.config.hand_over;
@@ -436,9 +450,11 @@ impl FrameCache {
         let mut missed = false;
         loop {
             if state.closed {
+                state.fetching.remove(&pos);
                 return Err(Closed::Closed);
             }
             if let Some(found) = Self::take(&mut state, pos) {
+                state.fetching.remove(&pos);
                 if missed {
                     state.stats.misses += 1;
                 } else {
@@ -449,6 +465,10 @@ impl FrameCache {
                 return Ok(found);
             }
             missed = true;
+            if state.fetching.insert(pos) {
+                // Decoders decode it first, wherever the playhead went.
+                self.changed.notify_all();
+            }
             self.changed.wait(&mut state);
         }
     }
@@ -488,6 +508,14 @@ impl FrameCache {
                 None => self.changed.wait(&mut state),
             }
         }
+    }
+
+    /// Whether nothing more will be decoded until the playhead moves (or
+    /// the cache is closed): what [`wait_filled`](Self::wait_filled) ends on
+    /// short of its count.
+    pub fn idle(&self) -> bool {
+        let state = self.state.lock();
+        state.closed || (state.claimed.is_empty() && self.wanted(&state).is_none())
     }
 
     /// Stops the cache: decoders waiting in [`claim`](Self::claim) get
@@ -545,6 +573,39 @@ mod tests {
             hand_over: 1,
         };
         FrameCache::new(config, len, HashSet::new(), 4)
+    }
+
+    #[test]
+    fn a_fetch_outside_the_decode_window_is_decoded_first() {
+        // A seek moved the playhead to 0 while the producer still fetches
+        // 6, far outside the window: a decoder must still decode 6, or the
+        // producer waits for ever.
+        let c = std::sync::Arc::new(cache(2, false, 10));
+        c.set_playhead(0);
+        let fetching = {
+            let c = std::sync::Arc::clone(&c);
+            std::thread::spawn(move || c.fetch(6).map(|f| f.is_ok()))
+        };
+        let started = std::time::Instant::now();
+        let claimed = loop {
+            // The fetch registers itself when it starts waiting.
+            if c.state.lock().fetching.contains(&6) {
+                break c.claim();
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the fetch never waited"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        assert_eq!(
+            claimed,
+            Some(6),
+            "the position the producer waits for comes first"
+        );
+        c.complete(6, Ok(frame(6)));
+        assert_eq!(fetching.join().unwrap(), Ok(true));
+        assert_eq!(c.claim(), Some(0), "then the window ahead of the playhead");
     }
 
     #[test]

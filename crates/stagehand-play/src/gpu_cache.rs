@@ -73,6 +73,10 @@ struct HandoffState {
     decided: u64,
     /// Ticks it left to the GPU tier, in order, not yet drawn.
     resident: VecDeque<u64>,
+    /// Ticks below this were left behind by a seek.
+    floor: u64,
+    /// Tier ticks let go because a seek left them.
+    discarded: u64,
     closed: bool,
 }
 
@@ -92,6 +96,8 @@ impl Handoff {
             state: Mutex::new(HandoffState {
                 decided: 0,
                 resident: VecDeque::new(),
+                floor: 0,
+                discarded: 0,
                 closed: false,
             }),
             changed: Condvar::new(),
@@ -108,6 +114,11 @@ impl Handoff {
         }
         if state.closed {
             return false;
+        }
+        if tick < state.floor {
+            // A seek left this tick behind while the producer was on its way.
+            state.discarded += 1;
+            return true;
         }
         state.resident.push_back(tick);
         drop(state);
@@ -160,12 +171,19 @@ impl Handoff {
     /// them) and returns how many; they are neither shown nor passed over.
     pub fn discard_before(&self, tick: u64) -> u64 {
         let mut state = self.state.lock();
+        state.floor = state.floor.max(tick);
         let before = state.resident.len();
         state.resident.retain(|&t| t >= tick);
         let gone = (before - state.resident.len()) as u64;
+        state.discarded += gone;
         drop(state);
         self.changed.notify_all();
         gone
+    }
+
+    /// Tier ticks let go because a seek left them, so far.
+    pub fn discarded(&self) -> u64 {
+        self.state.lock().discarded
     }
 
     /// Stops the hand-off: waits on either side end. Returns the tier
@@ -286,5 +304,21 @@ impl GpuCache {
     /// Its numbers so far.
     pub fn stats(&self) -> GpuCacheStats {
         self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Handoff;
+
+    #[test]
+    fn a_tick_left_to_the_tier_below_a_seek_is_discarded_not_passed_over() {
+        let handoff = Handoff::new(4);
+        assert!(handoff.leave_to_tier(3));
+        assert_eq!(handoff.discard_before(10), 1);
+        // The producer was already on its way with tick 4 of the old place.
+        assert!(handoff.leave_to_tier(4));
+        assert_eq!(handoff.take(10), (false, 0), "nothing passed over");
+        assert_eq!(handoff.discarded(), 2);
     }
 }

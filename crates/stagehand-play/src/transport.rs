@@ -57,11 +57,40 @@ fn position_on(leg: Leg, len: u64, tick: u64) -> Option<usize> {
     }
 }
 
+/// Legs kept: the render loop runs a few ticks behind the producer, so
+/// only the last few legs map ticks it has still to run.
+const LEGS_KEPT: usize = 64;
+
 struct State {
-    leg: Leg,
+    /// The legs, oldest first; the last is the one the producer is on.
+    /// A tick maps through the last leg starting at or before it.
+    legs: std::collections::VecDeque<Leg>,
     /// The next tick the producer will claim.
     next: u64,
     closed: bool,
+}
+
+impl State {
+    /// The leg the producer is on.
+    fn leg(&self) -> Leg {
+        *self.legs.back().expect("a route always has a leg")
+    }
+
+    /// Starts a leg; ticks before it keep mapping through the old ones.
+    fn push(&mut self, leg: Leg) {
+        // A leg starting where the last starts replaces it.
+        while self
+            .legs
+            .back()
+            .is_some_and(|l| l.start_tick >= leg.start_tick)
+        {
+            self.legs.pop_back();
+        }
+        self.legs.push_back(leg);
+        if self.legs.len() > LEGS_KEPT {
+            self.legs.pop_front();
+        }
+    }
 }
 
 /// The route from ticks to positions, shared by the producer (which claims
@@ -87,11 +116,12 @@ impl Route {
         Self {
             len: len as u64,
             state: Mutex::new(State {
-                leg: Leg {
+                legs: [Leg {
                     start_tick: 0,
                     start_pos: start as u64,
                     looped,
-                },
+                }]
+                .into(),
                 next: 0,
                 closed: false,
             }),
@@ -104,14 +134,17 @@ impl Route {
         self.len as usize
     }
 
-    /// The position tick `tick` shows, as the route stands now.
+    /// The position tick `tick` shows, as the route stands now: through
+    /// the leg it belongs to.
     pub(crate) fn position(&self, tick: u64) -> Option<usize> {
-        position_on(self.state.lock().leg, self.len, tick)
+        let state = self.state.lock();
+        let leg = state.legs.iter().rev().find(|l| l.start_tick <= tick)?;
+        position_on(*leg, self.len, tick)
     }
 
     /// Whether the route loops.
     pub(crate) fn looped(&self) -> bool {
-        self.state.lock().leg.looped
+        self.state.lock().leg().looped
     }
 
     /// The producer's next tick and its position. Past the end of a
@@ -123,8 +156,8 @@ impl Route {
             if state.closed {
                 return Claim::Closed;
             }
-            let tick = state.next.max(state.leg.start_tick);
-            if let Some(pos) = position_on(state.leg, self.len, tick) {
+            let tick = state.next.max(state.leg().start_tick);
+            if let Some(pos) = position_on(state.leg(), self.len, tick) {
                 state.next = tick + 1;
                 return Claim::Tick { tick, pos };
             }
@@ -138,12 +171,12 @@ impl Route {
     pub(crate) fn seek(&self, earliest: u64, pos: usize) -> u64 {
         let mut state = self.state.lock();
         let start = earliest.max(state.next);
-        let looped = state.leg.looped;
-        state.leg = Leg {
+        let looped = state.leg().looped;
+        state.push(Leg {
             start_tick: start,
             start_pos: (pos as u64).min(self.len.saturating_sub(1)),
             looped,
-        };
+        });
         self.moved.notify_all();
         start
     }
@@ -152,25 +185,26 @@ impl Route {
     /// yet (those it has keep the positions they were pushed with).
     pub(crate) fn set_looped(&self, looped: bool) {
         let mut state = self.state.lock();
-        if state.leg.looped == looped {
+        let leg = state.leg();
+        if leg.looped == looped {
             return;
         }
-        let next = state.next.max(state.leg.start_tick);
+        let next = state.next.max(leg.start_tick);
         // Where the old leg would have gone next, unwrapped; turning the
         // loop off at the wrap point ends the route there.
-        let step = next - state.leg.start_tick;
-        let mut pos = state.leg.start_pos.saturating_add(step);
-        if state.leg.looped {
+        let step = next - leg.start_tick;
+        let mut pos = leg.start_pos.saturating_add(step);
+        if leg.looped {
             pos %= self.len.max(1);
             if pos == 0 && step > 0 {
                 pos = self.len;
             }
         }
-        state.leg = Leg {
+        state.push(Leg {
             start_tick: next,
             start_pos: pos,
             looped,
-        };
+        });
         self.moved.notify_all();
     }
 
@@ -211,7 +245,11 @@ mod tests {
         let start = route.seek(2, 7);
         assert_eq!(start, 4, "after the producer's last claim");
         assert_eq!(claims(&route, 2), [(4, 7), (5, 8)]);
-        assert_eq!(route.position(3), None, "tick 3 belongs to the old leg");
+        assert_eq!(
+            route.position(3),
+            Some(3),
+            "tick 3 keeps the old leg's position (its frame is discarded)"
+        );
         // A seek to a later tick than the producer's starts there.
         assert_eq!(route.seek(20, 0), 20);
         assert_eq!(claims(&route, 1), [(20, 0)]);
@@ -255,6 +293,19 @@ mod tests {
                 || second == Claim::Closed,
             "{second:?}"
         );
+    }
+
+    #[test]
+    fn turning_the_loop_off_while_playing_keeps_the_ticks_already_claimed() {
+        // The producer runs ahead of the render loop: ticks 0 to 3 are
+        // claimed when the loop is at tick 1 and the user presses L.
+        let route = Route::new(10, 0, true);
+        assert_eq!(claims(&route, 4).last(), Some(&(3, 3)));
+        route.set_looped(false);
+        for tick in 1..4 {
+            assert_eq!(route.position(tick), Some(tick as usize), "tick {tick}");
+        }
+        assert_eq!(claims(&route, 1), [(4, 4)]);
     }
 
     #[test]

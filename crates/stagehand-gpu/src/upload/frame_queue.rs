@@ -174,14 +174,11 @@ impl State {
         for slot in &mut self.slots {
             match slot {
                 Slot::Loading { frame, upload, .. } if *frame < floor => {
-                    let Some(outcome) = upload.outcome() else {
+                    // Landed or failed, it was never due: discarded.
+                    if upload.outcome().is_none() {
                         continue;
-                    };
-                    if outcome.status == UploadStatus::Done {
-                        self.stats.discarded += 1;
-                    } else {
-                        self.stats.failed += 1;
                     }
+                    self.stats.discarded += 1;
                     *slot = Slot::Free;
                 }
                 Slot::Ready { frame, .. } if *frame < floor => {

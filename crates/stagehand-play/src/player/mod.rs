@@ -84,6 +84,8 @@ struct Counters {
     pushed: AtomicU64,
     /// Ticks the producer left to the GPU tier.
     left_to_tier: AtomicU64,
+    /// The last ticks the producer skipped as late (realtime), newest last.
+    skipped: Mutex<std::collections::VecDeque<u64>>,
 }
 
 /// Everything one run shares between its threads.
@@ -777,6 +779,11 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
             {
                 let next = shared.route.position(k + 1).unwrap_or(pos + 1);
                 cache.set_playhead(next);
+                let mut skipped = shared.counters.skipped.lock();
+                skipped.push_back(k);
+                if skipped.len() > RECENT_PUSHES {
+                    skipped.pop_front();
+                }
                 return Ok(());
             }
             cache.set_playhead(pos);

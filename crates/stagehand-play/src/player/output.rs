@@ -13,6 +13,31 @@ pub(super) enum Output<'s> {
     Window(Box<Windowed<'s>>),
 }
 
+impl Output<'_> {
+    /// Handles the window's events now; whether the user wants the loop's
+    /// attention (commands waiting, or the window closed). Offscreen, never.
+    pub(super) fn attention(&mut self) -> bool {
+        match self {
+            Output::Offscreen => false,
+            Output::Window(w) => {
+                w.screen.pump(Duration::ZERO);
+                w.screen.closed() || w.screen.has_commands()
+            }
+        }
+    }
+
+    /// Handles the window's events now; whether it was closed.
+    pub(super) fn closed(&mut self) -> bool {
+        match self {
+            Output::Offscreen => false,
+            Output::Window(w) => {
+                w.screen.pump(Duration::ZERO);
+                w.screen.closed()
+            }
+        }
+    }
+}
+
 /// A window being played into.
 pub(super) struct Windowed<'s> {
     pub(super) screen: &'s mut Screen,

@@ -84,7 +84,7 @@ impl Run<'_> {
         progress: &mut impl FnMut(Progress) -> ControlFlow<()>,
     ) -> Result<Played, PlayError> {
         let preroll_started = Instant::now();
-        let prerolled = self.preroll(options)?;
+        let prerolled = self.preroll(options, output)?;
         let preroll = preroll_started.elapsed().as_secs_f64();
         let shared = Arc::clone(&self.shared);
         let start = shared.clock.start();
@@ -93,7 +93,7 @@ impl Run<'_> {
         }
         gpu.tracker().reset_peaks();
         let mut first_second_peak = None;
-        let mut last_frame_tick = None;
+        let mut last_queue_frame = None;
         let mut tick = 0;
         let mut pass = PassStats::default();
         let mut shown_before = 0;
@@ -155,13 +155,15 @@ impl Run<'_> {
                 continue;
             };
             let is_frame = self.is_frame(pos);
+            let from_tier = self.tier_tick(tick, output);
             if is_frame {
-                last_frame_tick = Some(tick);
+                // The frame a gap holds, when it comes through the queue;
+                // one the GPU tier showed is there already.
+                last_queue_frame = (!from_tier).then_some(tick);
             }
-            let from_tier = self.tier_tick(tick);
             if shared.mode == Mode::EveryFrame
                 && !from_tier
-                && let Some(want) = last_frame_tick
+                && let Some(want) = last_queue_frame
             {
                 self.wait_for(want, output)?;
             }
@@ -236,9 +238,31 @@ impl Run<'_> {
             Command::Step(n) => {
                 clock.pause();
                 if n > 0 {
-                    if shared.route.position(*tick).is_some() {
-                        self.show_now(gpu, renderer, output, *tick, options)?;
-                        *tick += 1;
+                    let next = shared.route.position(*tick);
+                    let wanted = on_screen.map(|p| {
+                        if shared.route.looped() {
+                            (p + 1) % len
+                        } else {
+                            p + 1
+                        }
+                    });
+                    let skipped = shared.counters.skipped.lock().contains(tick);
+                    match (next, wanted) {
+                        // The next tick shows the next frame, and it was
+                        // pushed (the producer did not skip it as late).
+                        (Some(p), Some(w)) if p == w && !skipped => {
+                            self.show_now(gpu, renderer, output, *tick, options)?;
+                            *tick += 1;
+                        }
+                        (Some(_), None) => {
+                            self.show_now(gpu, renderer, output, *tick, options)?;
+                            *tick += 1;
+                        }
+                        (_, Some(w)) if w < len => {
+                            self.seek(gpu, renderer, output, tick, w, options)?;
+                        }
+                        // The last frame of a range that does not loop.
+                        _ => {}
                     }
                 } else if let Some(pos) = on_screen {
                     let back = (n.unsigned_abs() as usize).min(len);
@@ -299,7 +323,7 @@ impl Run<'_> {
         let start = shared.route.seek(*tick, pos);
         shared.queue.discard_before(start);
         if let Some(tier) = &shared.tier {
-            self.tier_discarded += tier.handoff.discard_before(start);
+            tier.handoff.discard_before(start);
         }
         if let Feed::Sequence { cache, .. } = self.feed {
             cache.set_playhead(pos);
@@ -344,7 +368,7 @@ impl Run<'_> {
                 }
             }
         }
-        let from_tier = self.tier_tick(tick);
+        let from_tier = self.tier_tick(tick, output);
         if !from_tier && self.is_frame(pos) {
             while shared.queue.wait_ready(tick, Duration::from_millis(20)) == WaitReady::TimedOut
                 && Instant::now() < deadline
@@ -391,6 +415,11 @@ impl Run<'_> {
         output: &mut Output<'_>,
     ) -> Result<(), PlayError> {
         if let Output::Window(_) = output {
+            // Frames whose time has come but which landed late (the end of
+            // a range, a pause just after a slow frame) go up now.
+            let t = self.shared.clock.now().unwrap_or_default();
+            let tick = self.screen.map_or(0, |(tick, _)| tick);
+            self.pick(gpu, renderer, tick, t, false)?;
             self.present(gpu, renderer, output, false)?;
         }
         Ok(())
@@ -403,12 +432,20 @@ impl Run<'_> {
 
     /// Whether the GPU tier shows tick `tick` (the producer left it to the
     /// tier). In every-frame mode it first waits for the producer's word.
-    pub(super) fn tier_tick(&mut self, tick: u64) -> bool {
+    pub(super) fn tier_tick(&mut self, tick: u64, output: &mut Output<'_>) -> bool {
         let (Some(tier), Some(cache)) = (&self.shared.tier, &mut self.gpu_cache) else {
             return false;
         };
         if self.shared.mode == Mode::EveryFrame {
-            tier.handoff.wait_decided(tick, None);
+            // The user can still stop, pause or seek meanwhile.
+            while !tier
+                .handoff
+                .wait_decided(tick, Some(Instant::now() + Duration::from_millis(20)))
+            {
+                if output.attention() {
+                    break;
+                }
+            }
         }
         let (mine, passed_over) = tier.handoff.take(tick);
         cache.count_shown(mine, passed_over);
@@ -489,7 +526,11 @@ impl Run<'_> {
     /// Fills the cache as asked, starts the producer, then waits for the
     /// frame queue's first frames, so start-up costs do not count as late or dropped frames.
     /// Returns the frames the cache held when it ended.
-    pub(super) fn preroll(&mut self, options: &PlayOptions) -> Result<u64, PlayError> {
+    pub(super) fn preroll(
+        &mut self,
+        options: &PlayOptions,
+        output: &mut Output<'_>,
+    ) -> Result<u64, PlayError> {
         let mut held = 0;
         if let (Feed::Sequence { sequence, cache }, Some(p)) = (self.feed, options.preroll) {
             let frames = sequence.len() - sequence.gaps();
@@ -501,7 +542,12 @@ impl Run<'_> {
             // Ends when `want` frames are held, or nothing more will be
             // decoded (a failed decode is held as its error, and the
             // producer reports it when it reaches that frame).
-            cache.wait_filled(want, Duration::MAX);
+            while cache.wait_filled(want, Duration::from_millis(50)) < want && !cache.idle() {
+                // The window stays alive meanwhile; closing it ends the run.
+                if output.closed() {
+                    return Ok(cache.stats().frames);
+                }
+            }
             held = cache.stats().frames;
         }
         // The producer starts once the cache is filled: what it fetches
@@ -517,6 +563,7 @@ impl Run<'_> {
         while self.shared.queue.preroll(wanted, Duration::from_millis(20)) < wanted
             && !self.producer_done()
             && Instant::now() < deadline
+            && !output.closed()
         {
             self.check_failed()?;
         }
@@ -550,13 +597,11 @@ impl Run<'_> {
             Output::Window(_) => Duration::from_millis(20),
         };
         while self.shared.queue.wait_ready(tick, slice) == WaitReady::TimedOut {
-            // Wakes now and then to stop at once if the producer failed.
+            // Wakes now and then to stop at once if the producer failed,
+            // and to let the user stop, pause or seek rather than wait.
             self.check_failed()?;
-            if let Output::Window(w) = output {
-                w.screen.pump(Duration::ZERO);
-                if w.screen.closed() {
-                    break;
-                }
+            if output.attention() {
+                break;
             }
         }
         self.shared.clock.wait_added(started.elapsed());
@@ -627,6 +672,7 @@ impl Run<'_> {
             // Ticks left to the tier that the loop never reached lie past
             // its last tick.
             self.tier_leftover = tier.handoff.close();
+            self.tier_discarded = tier.handoff.discarded();
         }
         let produced = match self.producer.take() {
             Some(handle) => handle

@@ -351,6 +351,11 @@ impl Screen {
         std::mem::take(&mut self.app.commands)
     }
 
+    /// Whether commands wait to be taken.
+    pub(crate) fn has_commands(&self) -> bool {
+        !self.app.commands.is_empty()
+    }
+
     /// Whether the window was closed.
     pub(crate) fn closed(&self) -> bool {
         self.app.close
