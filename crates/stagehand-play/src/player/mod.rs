@@ -211,6 +211,10 @@ fn play_to(
                 cells_at: None,
                 text_at: None,
                 presents: std::collections::VecDeque::new(),
+                playhead: None,
+                lines: Vec::new(),
+                drawn: None,
+                dirty: true,
             }))
         }
     };

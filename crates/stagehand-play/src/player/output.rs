@@ -52,6 +52,15 @@ pub(super) struct Windowed<'s> {
     /// When the last second's new frames were presented, for the achieved
     /// rate on the heads-up display.
     pub(super) presents: std::collections::VecDeque<Instant>,
+    /// The playhead the timeline shows.
+    pub(super) playhead: Option<usize>,
+    /// The heads-up display's lines as drawn.
+    pub(super) lines: Vec<String>,
+    /// The picture last drawn into the window.
+    pub(super) drawn: Option<(u64, Picture)>,
+    /// Something the overlay does not track changed (exposure, the
+    /// heads-up display turned on or off): draw again.
+    pub(super) dirty: bool,
 }
 
 /// How often the overlay looks at the caches and re-renders its text.
@@ -74,14 +83,27 @@ impl Run<'_> {
                 Some(Instant::now())
             }
             Output::Window(w) => {
-                self.update_overlay(gpu, w)?;
+                let overlay_changed = self.update_overlay(gpu, w)?;
+                // Nothing new to show (the next frame is late, or playback
+                // is paused): no draw and no present. On a software
+                // adapter a present costs the render thread most of a frame
+                // period, which the frames still to come need more.
+                if !(overlay_changed || w.dirty || w.screen.stale()) && w.drawn == self.screen {
+                    return Ok(());
+                }
+                w.dirty = false;
+                w.drawn = self.screen;
                 let bind = self.picture(renderer).map(|(bind, _)| bind);
                 let acquiring = Instant::now();
                 let acquired = w.screen.acquire(gpu);
                 let acquire = acquiring.elapsed();
                 match acquired {
-                    // Minimised or occluded: nothing drawn, the clock goes on.
-                    None => None,
+                    // Minimised or occluded: nothing drawn, the clock goes on;
+                    // drawn as soon as it can be.
+                    None => {
+                        w.dirty = true;
+                        None
+                    }
                     Some(frame) => {
                         let view = frame.texture.create_view(&wgpu::TextureViewDescriptor {
                             format: Some(renderer.format()),
@@ -162,12 +184,18 @@ impl Run<'_> {
 
     /// Brings the overlay up to date: the timeline's cells (now and then),
     /// the playhead, and the heads-up display's text.
-    pub(super) fn update_overlay(&self, gpu: &Gpu, w: &mut Windowed<'_>) -> Result<(), PlayError> {
+    /// Whether anything it shows changed.
+    pub(super) fn update_overlay(
+        &self,
+        gpu: &Gpu,
+        w: &mut Windowed<'_>,
+    ) -> Result<bool, PlayError> {
         let now = Instant::now();
         let len = self.shared.route.len();
+        let mut changed = false;
         if w.cells_at.is_none_or(|at| now - at >= CELLS_EVERY) {
             w.cells_at = Some(now);
-            w.cells.clear();
+            let before = std::mem::take(&mut w.cells);
             w.cells.resize(len, Cell::Empty);
             if let Feed::Sequence { sequence, cache } = self.feed {
                 cache.held_positions(|pos| w.cells[pos] = Cell::Ram);
@@ -184,16 +212,25 @@ impl Run<'_> {
                     }
                 }
             }
+            changed |= before != w.cells;
         }
-        w.overlay
-            .set_timeline(gpu, &w.cells, self.screen_position())?;
+        let playhead = self.screen_position();
+        if changed || playhead != w.playhead {
+            w.playhead = playhead;
+            w.overlay.set_timeline(gpu, &w.cells, playhead)?;
+            changed = true;
+        }
         if w.hud && w.text_at.is_none_or(|at| now - at >= TEXT_EVERY) {
             w.text_at = Some(now);
             let lines = self.hud_lines(w);
-            let scale = if w.screen.size().0 >= 1280 { 2 } else { 1 };
-            w.overlay.set_text(gpu, &lines, scale)?;
+            if lines != w.lines {
+                let scale = if w.screen.size().0 >= 1280 { 2 } else { 1 };
+                w.overlay.set_text(gpu, &lines, scale)?;
+                w.lines = lines;
+                changed = true;
+            }
         }
-        Ok(())
+        Ok(changed)
     }
 
     /// The heads-up display's lines.

@@ -300,8 +300,13 @@ impl Run<'_> {
                 if let Output::Window(w) = output {
                     w.hud = !w.hud;
                     w.text_at = None;
+                    w.lines.clear();
                 }
             }
+        }
+        if let Output::Window(w) = output {
+            // Whatever it changed, the window shows it.
+            w.dirty = true;
         }
         Ok(Next::Go)
     }

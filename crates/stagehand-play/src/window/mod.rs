@@ -351,6 +351,16 @@ impl Screen {
         std::mem::take(&mut self.app.commands)
     }
 
+    /// Whether the window needs drawing again whatever else changed: it
+    /// was resized, or its surface no longer matches it.
+    pub(crate) fn stale(&self) -> bool {
+        self.app.resized
+            || self
+                .surface
+                .as_ref()
+                .is_some_and(|s| (s.config.width, s.config.height) != self.app.size())
+    }
+
     /// Whether commands wait to be taken.
     pub(crate) fn has_commands(&self) -> bool {
         !self.app.commands.is_empty()
