@@ -365,11 +365,8 @@ impl Run<'_> {
                 && Instant::now() < deadline
             {
                 self.check_failed()?;
-                if let Output::Window(w) = output {
-                    w.screen.pump(Duration::ZERO);
-                    if w.screen.closed() {
-                        break;
-                    }
+                if output.closed() {
+                    break;
                 }
             }
         }
@@ -379,11 +376,8 @@ impl Run<'_> {
                 && Instant::now() < deadline
             {
                 self.check_failed()?;
-                if let Output::Window(w) = output {
-                    w.screen.pump(Duration::ZERO);
-                    if w.screen.closed() {
-                        break;
-                    }
+                if output.closed() {
+                    break;
                 }
             }
         }
