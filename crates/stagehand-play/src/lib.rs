@@ -3,8 +3,12 @@
 //! target rate, with a summary of what was shown, dropped and late, and how
 //! long the render thread waited.
 //!
-//! `stagehand play` is a thin front over [`play`]. The core library,
-//! `stagehand_gpu`, knows nothing of decoders: this crate brings them.
+//! [`play`] draws offscreen; [`play_in`] plays into a window ([`Screen`])
+//! with transport keys, a timeline with its cache bar and a heads-up
+//! display (`examples/window.rs` shows the order: the screen first, then
+//! the GPU on its display). `stagehand play` is a thin front over both.
+//! The core library, `stagehand_gpu`, knows nothing of decoders: this
+//! crate brings them.
 
 pub mod cache;
 mod error;
