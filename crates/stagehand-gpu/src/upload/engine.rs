@@ -149,14 +149,28 @@ impl EngineShared {
 
     /// Gives back engine-wide bytes of an upload that was not admitted.
     pub fn unadmit_bytes(&self, bytes: u64, background: bool) {
+        self.unadmit_refused(bytes, background);
+        // Every upload's end passes here: whoever waits for room may retry.
+        // The wakers run with no lock held (one may poll at once, and
+        // register again), each under `catch_unwind`: a waker is the
+        // executor's code, and must not take down the thread ending uploads.
+        let wakers = std::mem::take(&mut *self.room_wakers.lock());
+        for waker in wakers {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| waker.wake())).is_err() {
+                self.panics.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Gives back bytes an attempt admitted before it was refused further
+    /// on (the resource was full). Wakes no task: nothing ended, so no
+    /// room was made; the refused attempt's own waker in particular must
+    /// not be woken, or its executor polls it again at once, for ever.
+    pub fn unadmit_refused(&self, bytes: u64, background: bool) {
         let mut a = self.admission.lock();
         a.remove(bytes, background);
         drop(a);
         self.admitted.notify_all();
-        // Every upload's end passes here: whoever waits for room may retry.
-        for waker in std::mem::take(&mut *self.room_wakers.lock()) {
-            waker.wake();
-        }
     }
 
     /// Ends an upload a newer one replaced; its resource count was already

@@ -77,6 +77,17 @@ pub enum UploadError {
         /// Bytes in one row of blocks.
         row: u64,
     },
+    /// A source row pitch so large that the region's rows reach past the
+    /// largest source there can be (it would overflow the address space).
+    #[error(
+        "bytes_per_row {given} times the region's {rows} rows is more than any source can hold"
+    )]
+    PitchTooLarge {
+        /// The pitch given.
+        given: u64,
+        /// Rows of blocks in the region (all layers).
+        rows: u64,
+    },
     /// The region needs more staging memory than the resource's buffers hold.
     #[error(
         "the region needs {needed} staging bytes; this resource's staging buffers hold {capacity}"

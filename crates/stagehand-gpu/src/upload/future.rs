@@ -89,7 +89,8 @@ struct Inner {
     times: StageTimes,
     outcome: Option<UploadOutcome>,
     callbacks: Vec<Callback>,
-    waker: Option<Waker>,
+    /// One per task awaiting the upload (clones of the handle share it).
+    wakers: Vec<Waker>,
 }
 
 impl UploadShared {
@@ -127,7 +128,7 @@ impl UploadShared {
     /// each under `catch_unwind`, so a panicking callback cannot take the
     /// calling worker down.
     pub fn resolve(&self, status: UploadStatus) {
-        let (callbacks, waker, outcome) = {
+        let (callbacks, wakers, outcome) = {
             let mut inner = self.inner.lock();
             if inner.outcome.is_some() {
                 return;
@@ -142,7 +143,7 @@ impl UploadShared {
             inner.outcome = Some(outcome.clone());
             (
                 std::mem::take(&mut inner.callbacks),
-                inner.waker.take(),
+                std::mem::take(&mut inner.wakers),
                 outcome,
             )
         };
@@ -151,7 +152,7 @@ impl UploadShared {
         for callback in callbacks {
             self.run_callback(callback, &outcome);
         }
-        if let Some(waker) = waker {
+        for waker in wakers {
             // A waker is user code too (the executor's); a panic in it must
             // not take down the engine thread that resolves uploads.
             if catch_unwind(AssertUnwindSafe(|| waker.wake())).is_err() {
@@ -206,7 +207,10 @@ impl Upload {
 
     /// Waits until it ends or `timeout` passes; `None` on timeout.
     pub fn wait_timeout(&self, timeout: Duration) -> Option<UploadOutcome> {
-        let deadline = Instant::now() + timeout;
+        // A timeout past what an `Instant` holds is no deadline at all.
+        let Some(deadline) = Instant::now().checked_add(timeout) else {
+            return Some(self.wait());
+        };
         let mut inner = self.shared.inner.lock();
         loop {
             if let Some(outcome) = &inner.outcome {
@@ -279,7 +283,11 @@ impl Future for Upload {
         match &inner.outcome {
             Some(outcome) => Poll::Ready(outcome.clone()),
             None => {
-                inner.waker = Some(cx.waker().clone());
+                // Each task awaiting a clone keeps its own waker; a task
+                // polling again replaces nothing.
+                if !inner.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                    inner.wakers.push(cx.waker().clone());
+                }
                 Poll::Pending
             }
         }

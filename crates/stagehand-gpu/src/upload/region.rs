@@ -217,6 +217,18 @@ pub fn plan_texture(
             row: row_bytes,
         });
     }
+    // Every row's offset, and the source's length, must be an address:
+    // a pitch past that is no layout any source can have.
+    let all_rows = rows * u64::from(r.depth_or_array_layers);
+    if src_pitch
+        .checked_mul(all_rows)
+        .is_none_or(|end| end > isize::MAX as u64)
+    {
+        return Err(UploadError::PitchTooLarge {
+            given: src_pitch,
+            rows: all_rows,
+        });
+    }
     let copy = CopyLayout {
         region,
         row_bytes,

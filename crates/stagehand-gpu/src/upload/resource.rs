@@ -295,7 +295,7 @@ impl Streamed {
             Err(e) => {
                 shared
                     .engine
-                    .unadmit_bytes(staging_bytes, shared.is_background());
+                    .unadmit_refused(staging_bytes, shared.is_background());
                 return Err(e);
             }
         };

@@ -504,9 +504,15 @@ pub(crate) fn run_synchronous(job: Job) {
                     origin: l.region.origin,
                     aspect: wgpu::TextureAspect::All,
                 };
+                // wgpu takes a 32-bit pitch: a longer one (a row from a
+                // larger image) is packed row by row first, never narrowed.
+                let (data, pitch) = match u32::try_from(l.src_pitch) {
+                    Ok(pitch) => (data.clone(), pitch),
+                    Err(_) => (Bytes::from(pack_rows(&data, l)), l.row_bytes as u32),
+                };
                 let layout = wgpu::TexelCopyBufferLayout {
                     offset: 0,
-                    bytes_per_row: Some(l.src_pitch as u32),
+                    bytes_per_row: Some(pitch),
                     rows_per_image: Some(l.rows as u32),
                 };
                 queue.write_texture(dst, &data, layout, l.region.size);
@@ -522,4 +528,18 @@ pub(crate) fn run_synchronous(job: Job) {
     let submitted = wrote.and_then(|()| queue.submit([]).map(drop).map_err(|e| e.to_string()));
     job.upload.stamp(|t| t.submitted = Some(Instant::now()));
     arm(&engine, &job, Staging::None, submitted.err());
+}
+
+/// The rows of a copy, tightly packed: for a source whose pitch wgpu cannot
+/// take.
+fn pack_rows(data: &[u8], l: &CopyLayout) -> Vec<u8> {
+    let row = l.row_bytes as usize;
+    let mut packed = Vec::with_capacity(l.data_bytes() as usize);
+    for layer in 0..l.layers {
+        for r in 0..l.rows {
+            let at = l.src_offset(layer, r) as usize;
+            packed.extend_from_slice(&data[at..at + row]);
+        }
+    }
+    packed
 }
