@@ -319,3 +319,45 @@ fn a_panicking_waker_of_a_waiting_upload_async_does_not_take_the_engine_down() {
         );
     }
 }
+
+#[test]
+fn a_dropped_ring_textures_staging_goes_back_by_itself_without_trim_staging() {
+    let gpu = Arc::new(common::gpu());
+    let engine = UploadEngine::new(Arc::clone(&gpu), EngineConfig::default()).unwrap();
+    let buffers = || gpu.tracker().stats(stagehand_gpu::ObjectKind::Buffer).bytes;
+    let baseline = buffers();
+    {
+        // A 1024x1024 RGBA8 ring of 3: 12 MiB of staging while it lives.
+        let t = texture(&engine, 1024, 1024, StagingPolicy::Ring(3));
+        let up = t.upload_frame(vec![9u8; 1024 * 1024 * 4]).unwrap();
+        assert_eq!(up.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+        assert!(buffers() >= baseline + (12 << 20), "the ring is held");
+    }
+    // Dropped: its buffers go back to the staging pool, idle, and from
+    // there to the device once idle for the engine's idle time (1 s).
+    let started = std::time::Instant::now();
+    while buffers() > baseline {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{} staging bytes still held {:?} after the drop",
+            buffers() - baseline,
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(engine.staging_pool().stats().held, 0);
+}
+
+#[test]
+fn staging_idle_out_of_range_is_refused() {
+    for idle in [Duration::ZERO, Duration::from_secs(7200)] {
+        let config = EngineConfig {
+            staging_idle: Some(idle),
+            ..EngineConfig::default()
+        };
+        match UploadEngine::new(Arc::new(common::gpu()), config) {
+            Err(UploadError::InvalidConfig(m)) => assert!(m.contains("staging_idle"), "{m}"),
+            other => panic!("{idle:?}: {:?}", other.map(|_| "an engine")),
+        }
+    }
+}

@@ -11,7 +11,7 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How often the poller asks the device for finished work while uploads
 /// are in flight. A non-blocking poll holds wgpu's locks only briefly; a
@@ -100,6 +100,8 @@ pub(crate) struct EngineShared {
     pub frame_ticks: Vec<Sender<()>>,
     /// Bytes background uploads may start per frame; `None`: no cap.
     pub background_budget: Option<u64>,
+    /// Idle staging goes back to the device after this long.
+    pub staging_idle: Option<Duration>,
     /// Bytes background uploads started since the last `end_frame`.
     pub background_spent: AtomicU64,
     /// Hands out workers to new resources, round robin.
@@ -238,7 +240,16 @@ impl EngineShared {
     /// Callbacks count themselves out after sending their completion, so the
     /// channel is drained on every turn, armed or not.
     pub fn poll_loop(&self) {
+        let mut batch_started = Instant::now();
         loop {
+            if let Some(idle) = self.staging_idle
+                && batch_started.elapsed() >= idle
+            {
+                // Staging no upload asked for during the last batch goes
+                // back to the device.
+                self.staging.end_batch();
+                batch_started = Instant::now();
+            }
             let armed = self.outstanding.load(Ordering::Acquire);
             if armed > 0 {
                 let _ = self.gpu.device().poll(wgpu::PollType::Poll);

@@ -49,6 +49,7 @@ use resource::{Kind, ResourceShared, Streamed};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
+use std::time::Duration;
 use worker::STAGING_USAGE;
 
 /// Scheduling priority of the transfer workers.
@@ -117,6 +118,12 @@ pub struct EngineConfig {
     /// calls of [`UploadEngine::end_frame`]; `None` (the default) for no cap.
     /// Each worker may start one upload past the budget before it waits.
     pub background_bytes_per_frame: Option<u64>,
+    /// How long a staging buffer may sit idle in the engine's pool (a
+    /// dropped ring's, a finished burst's) before it goes back to the
+    /// device by itself: buffers no upload asked for in that time are freed,
+    /// about one to two such times after they went idle. Default 1 s;
+    /// `None` keeps them until [`UploadEngine::trim_staging`]. 1 ms to 1 h.
+    pub staging_idle: Option<Duration>,
 }
 
 impl Default for EngineConfig {
@@ -127,6 +134,7 @@ impl Default for EngineConfig {
             max_in_flight_bytes: 512 << 20,
             timeline: None,
             background_bytes_per_frame: None,
+            staging_idle: Some(Duration::from_secs(1)),
         }
     }
 }
@@ -138,6 +146,13 @@ impl EngineConfig {
             return Err(UploadError::InvalidConfig(format!(
                 "workers must be 1 to 64, not {}",
                 self.workers
+            )));
+        }
+        if let Some(idle) = self.staging_idle
+            && !(Duration::from_millis(1)..=Duration::from_secs(3600)).contains(&idle)
+        {
+            return Err(UploadError::InvalidConfig(format!(
+                "staging_idle must be 1 ms to 1 h, not {idle:?}"
             )));
         }
         if self.max_in_flight_bytes == 0 {
@@ -179,6 +194,7 @@ impl UploadEngine {
             jobs: parking_lot::RwLock::new(Some(senders)),
             frame_ticks,
             background_budget: config.background_bytes_per_frame,
+            staging_idle: config.staging_idle,
             background_spent: AtomicU64::new(0),
             next_worker: AtomicUsize::new(0),
             completions: crossbeam_channel::unbounded(),
