@@ -361,3 +361,66 @@ fn staging_idle_out_of_range_is_refused() {
         }
     }
 }
+
+#[test]
+fn dropping_a_streamed_texture_inside_its_own_uploads_callback_stalls_nothing() {
+    let engine = engine();
+    let t = Arc::new(parking_lot::Mutex::new(Some(texture(
+        &engine,
+        4,
+        2,
+        StagingPolicy::Ring(2),
+    ))));
+    let (dropped_tx, dropped) = crossbeam_channel::bounded::<std::time::Instant>(1);
+    let first = t
+        .lock()
+        .as_ref()
+        .unwrap()
+        .upload_frame(vec![1u8; 32])
+        .unwrap();
+    // The next upload to it is queued or in flight when the first lands.
+    let second = t
+        .lock()
+        .as_ref()
+        .unwrap()
+        .upload(vec![2u8; 16], row(1), SourceLayout::default())
+        .unwrap();
+    let holder = Arc::clone(&t);
+    first.on_complete(move |_| {
+        // The callback runs on the engine's thread that ended the upload.
+        drop(holder.lock().take());
+        let _ = dropped_tx.send(std::time::Instant::now());
+    });
+    let started = std::time::Instant::now();
+    let at = dropped
+        .recv_timeout(WAIT)
+        .expect("the drop inside the callback returns");
+    assert!(
+        at - started < Duration::from_secs(3),
+        "the drop took {:?}",
+        at - started
+    );
+    second.wait_timeout(WAIT).expect("the second upload ends");
+    // Every other texture's uploads go on.
+    let other = texture(&engine, 4, 2, StagingPolicy::Ring(1));
+    let up = other.upload_frame(vec![5u8; 32]).unwrap();
+    assert_eq!(
+        up.wait_timeout(Duration::from_secs(3))
+            .expect("the engine is not stalled")
+            .status,
+        UploadStatus::Done
+    );
+}
+
+/// Row `y` of a 4-wide texture.
+fn row(y: u32) -> TextureRegion {
+    TextureRegion {
+        mip_level: 0,
+        origin: wgpu::Origin3d { x: 0, y, z: 0 },
+        size: wgpu::Extent3d {
+            width: 4,
+            height: 1,
+            depth_or_array_layers: 1,
+        },
+    }
+}

@@ -40,6 +40,36 @@ pub(crate) struct Completion {
     pub result: Result<(), String>,
 }
 
+/// Which of the engine's threads this is, if any: callbacks run on them,
+/// and a callback that drops a resource must not wait there for work only
+/// that very thread can finish.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EngineThread {
+    /// Not one of the engine's threads.
+    None,
+    /// A transfer worker.
+    Worker,
+    /// The poller, which ends submitted uploads.
+    Poller,
+}
+
+thread_local! {
+    static ENGINE_THREAD: std::cell::Cell<EngineThread> =
+        const { std::cell::Cell::new(EngineThread::None) };
+}
+
+impl EngineThread {
+    /// The calling thread.
+    pub fn current() -> Self {
+        ENGINE_THREAD.with(std::cell::Cell::get)
+    }
+
+    /// Marks the calling thread.
+    pub fn mark(self) {
+        ENGINE_THREAD.with(|t| t.set(self));
+    }
+}
+
 /// Admission: bytes of staging in flight across the engine, and of those
 /// the background uploads' (which never take room from the others).
 #[derive(Debug, Default)]
@@ -206,19 +236,25 @@ impl EngineShared {
     }
 
     fn complete(&self, c: Completion) {
+        let Completion {
+            resource,
+            upload,
+            admitted,
+            data_bytes,
+            staging,
+            result,
+        } = c;
         Counters::drop_one(&self.counters.active);
-        match c.staging {
-            Staging::Ring(slot) => c.resource.ring_return(slot),
+        match staging {
+            Staging::Ring(slot) => resource.ring_return(slot),
             Staging::Once(buffer) => drop(buffer),
             Staging::None => {}
         }
-        let status = match c.result {
+        let status = match result {
             Ok(()) => {
                 Counters::bump(&self.counters.completed);
-                self.counters
-                    .bytes
-                    .fetch_add(c.data_bytes, Ordering::Relaxed);
-                self.window.lock().push(c.data_bytes);
+                self.counters.bytes.fetch_add(data_bytes, Ordering::Relaxed);
+                self.window.lock().push(data_bytes);
                 UploadStatus::Done
             }
             Err(message) => {
@@ -227,10 +263,13 @@ impl EngineShared {
             }
         };
         let done = status == UploadStatus::Done;
-        let worker = c.resource.worker();
-        self.release_admission(&c.resource, &c.upload, c.admitted);
-        c.upload.resolve(status);
-        if let (true, Some(timeline), Some(outcome)) = (done, &self.timeline, c.upload.outcome()) {
+        let worker = resource.worker();
+        self.release_admission(&resource, &upload, admitted);
+        // Its callbacks may drop the resource: this thread lets go of it
+        // first, so the drop finds no reference of the engine's left.
+        drop(resource);
+        upload.resolve(status);
+        if let (true, Some(timeline), Some(outcome)) = (done, &self.timeline, upload.outcome()) {
             record(timeline, worker, &outcome.times);
         }
     }
@@ -240,6 +279,7 @@ impl EngineShared {
     /// Callbacks count themselves out after sending their completion, so the
     /// channel is drained on every turn, armed or not.
     pub fn poll_loop(&self) {
+        EngineThread::Poller.mark();
         let mut batch_started = Instant::now();
         loop {
             if let Some(idle) = self.staging_idle

@@ -220,6 +220,7 @@ impl UploadEngine {
                 .name(format!("stagehand-upload-{i}"))
                 .spawn(move || {
                     let _ = report.send(set_priority(priority));
+                    engine::EngineThread::Worker.mark();
                     worker::run(for_worker, worker::Queues::new(lanes, tick))
                 });
             match spawned {

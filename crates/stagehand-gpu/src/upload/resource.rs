@@ -1,7 +1,7 @@
 //! Streamed resources: a texture or buffer with its staging policy, its ring
 //! of staging buffers, and its uploads in flight.
 
-use super::engine::EngineShared;
+use super::engine::{EngineShared, EngineThread};
 use super::error::UploadError;
 use super::future::{Upload, UploadShared, UploadStatus, phase};
 use super::region::{self, CopyLayout, SourceLayout, TextureInfo, TextureRegion};
@@ -185,8 +185,12 @@ impl ResourceShared {
         }
     }
 
-    /// Puts a mapped slot back.
+    /// Puts a mapped slot back; a released resource's goes to the pool.
     pub fn ring_return(&self, slot: Pooled<BufferBackend>) {
+        if self.released.load(Ordering::Acquire) {
+            drop(slot);
+            return;
+        }
         self.ring.lock().push(slot);
         self.ring_freed.notify_one();
     }
@@ -398,8 +402,19 @@ impl Streamed {
                     .end_early(shared, &upload, bytes, UploadStatus::Cancelled);
             }
         }
-        shared.wait_idle();
+        // Released from one of the engine's own threads (a callback): the
+        // uploads still in flight end on the poller, so the poller must not
+        // wait for them, and no engine thread may wait for references an
+        // engine thread holds. They end later; their staging then goes to
+        // the pool, and the resource is freed with its last reference.
+        let on = EngineThread::current();
+        if on != EngineThread::Poller {
+            shared.wait_idle();
+        }
         shared.ring.lock().clear();
+        if on != EngineThread::None {
+            return;
+        }
         // A worker or the poller may still hold the resource for an instant
         // after its last upload ended (a finished job, a completion being
         // dropped). Wait for them, so that dropping this handle frees the
