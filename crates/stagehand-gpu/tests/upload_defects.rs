@@ -424,3 +424,42 @@ fn row(y: u32) -> TextureRegion {
         },
     }
 }
+
+/// Guards the engine's drop from one of its own callbacks (on the poller).
+/// This form passed before the change too: the hang the review describes
+/// (a worker waiting for a staging map only the poller delivers) was not
+/// reproduced here; the drop no longer joins from an engine thread at all.
+#[test]
+fn dropping_the_engine_inside_one_of_its_callbacks_with_work_queued_returns() {
+    let engine = Arc::new(parking_lot::Mutex::new(Some(engine())));
+    let t = texture(
+        engine.lock().as_ref().unwrap(),
+        4,
+        8,
+        StagingPolicy::Ring(4),
+    );
+    let (open, first) = held_upload(&t, 4, 8);
+    // Work queued behind it, on rows of their own.
+    let queued: Vec<_> = (0..3)
+        .map(|y| t.try_upload(vec![6u8; 16], row(y), SourceLayout::default()))
+        .collect();
+    assert!(queued.iter().all(Result::is_ok), "{queued:?}");
+    let (dropped_tx, dropped) = crossbeam_channel::bounded::<()>(1);
+    let holder = Arc::clone(&engine);
+    first.on_complete(move |_| {
+        drop(holder.lock().take());
+        let _ = dropped_tx.send(());
+    });
+    drop(open);
+    dropped
+        .recv_timeout(Duration::from_secs(10))
+        .expect("dropping the engine inside its own callback returns");
+    // What was queued ends one way or another, and the texture drops.
+    for up in queued.into_iter().flatten() {
+        assert!(
+            up.wait_timeout(WAIT).is_some(),
+            "a queued upload never ended"
+        );
+    }
+    drop(t);
+}

@@ -464,6 +464,16 @@ impl Drop for UploadEngine {
         // Closing the queue lets workers drain it (cancelling what is left)
         // and exit.
         self.shared.jobs.write().take();
+        self.shared.wake_poller.1.notify_all();
+        if engine::EngineThread::current() != engine::EngineThread::None {
+            // Dropped inside a callback, on one of the engine's threads: a
+            // worker may be waiting for a staging map only the poller
+            // delivers, and the poller may be this thread. They are told to
+            // stop and end on their own once their work is drained.
+            self.workers.clear();
+            self.poller.take();
+            return;
+        }
         join_others(self.workers.drain(..));
         self.shared.wake_poller.1.notify_all();
         join_others(self.poller.take());
