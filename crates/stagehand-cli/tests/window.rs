@@ -382,54 +382,68 @@ fn colour(frame: usize) -> [u8; 3] {
     COLOURS[frame - FIRST]
 }
 
+/// Plays the colour sequence with `args` in a window on an Xvfb of its
+/// own, runs `body` against it, then presses `quit` and checks the player
+/// ends with status 0; its output. `None` (said on standard error) where
+/// the tools are missing.
+fn in_window(
+    test: &str,
+    backend: &str,
+    args: &[&str],
+    quit: &str,
+    body: impl FnOnce(&Xvfb, &Player<'_>),
+) -> Option<Output> {
+    let x = Xvfb::start(&format!("{test} on {backend}"))?;
+    let dir = write_sequence(&format!("{}-{backend}", test.replace(' ', "-")));
+    let mut all = vec![dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let player = Player::launch(&x, backend, &all);
+    body(&x, &player);
+    player.key(&[quit]);
+    let out = player.finish_ok();
+    let _ = std::fs::remove_dir_all(dir);
+    Some(out)
+}
+
 fn transport(backend: &str) {
-    let Some(x) = Xvfb::start(&format!("transport on {backend}")) else {
+    let args = [
+        "--window",
+        "--start-paused",
+        "--seek",
+        "1003",
+        "--output-size",
+        "480x360",
+    ];
+    let Some(out) = in_window("transport", backend, &args, "q", |x, player| {
+        player.wait_for(colour(1003), "paused at --seek 1003");
+        player.key(&["Right"]);
+        player.wait_for(colour(1004), "one step right");
+        player.key(&["Right", "Right"]);
+        player.wait_for(colour(1006), "two more steps");
+        player.key(&["Left"]);
+        player.wait_for(colour(1005), "one step left");
+        player.key(&["Home"]);
+        player.wait_for(colour(1001), "Home");
+        player.key(&["End"]);
+        player.wait_for(colour(1008), "End");
+        // A click on the timeline: the middle of position 2's cell.
+        let (w, h) = player.size();
+        let x_at = (2.5 * f64::from(w) / COLOURS.len() as f64) as u32;
+        let y_at = h - BAR / 2;
+        x.xdotool(&[
+            "mousemove",
+            "--window",
+            &player.window,
+            &x_at.to_string(),
+            &y_at.to_string(),
+        ]);
+        x.xdotool(&["click", "1"]);
+        player.wait_for(colour(1003), "a click on the timeline at position 2");
+    }) else {
         return;
     };
-    let dir = write_sequence(&format!("transport-{backend}"));
-    let dir_arg = dir.to_str().unwrap();
-    let player = Player::launch(
-        &x,
-        backend,
-        &[
-            dir_arg,
-            "--window",
-            "--start-paused",
-            "--seek",
-            "1003",
-            "--output-size",
-            "480x360",
-        ],
-    );
-    player.wait_for(colour(1003), "paused at --seek 1003");
-    player.key(&["Right"]);
-    player.wait_for(colour(1004), "one step right");
-    player.key(&["Right", "Right"]);
-    player.wait_for(colour(1006), "two more steps");
-    player.key(&["Left"]);
-    player.wait_for(colour(1005), "one step left");
-    player.key(&["Home"]);
-    player.wait_for(colour(1001), "Home");
-    player.key(&["End"]);
-    player.wait_for(colour(1008), "End");
-    // A click on the timeline: the middle of position 2's cell.
-    let (w, h) = player.size();
-    let x_at = (2.5 * f64::from(w) / COLOURS.len() as f64) as u32;
-    let y_at = h - BAR / 2;
-    x.xdotool(&[
-        "mousemove",
-        "--window",
-        &player.window,
-        &x_at.to_string(),
-        &y_at.to_string(),
-    ]);
-    x.xdotool(&["click", "1"]);
-    player.wait_for(colour(1003), "a click on the timeline at position 2");
-    player.key(&["q"]);
-    let out = player.finish_ok();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("output:  window 480x360"), "{stdout}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 on_both_adapters!(
@@ -439,63 +453,53 @@ on_both_adapters!(
 );
 
 fn keys(backend: &str) {
-    let Some(x) = Xvfb::start(&format!("keys on {backend}")) else {
-        return;
-    };
-    let dir = write_sequence(&format!("keys-{backend}"));
-    let player = Player::launch(
-        &x,
-        backend,
-        &[
-            dir.to_str().unwrap(),
-            "--window",
-            "--start-paused",
-            "--seek",
-            "1008",
-            "--output-size",
-            "480x360",
-        ],
-    );
-    player.wait_for(colour(1008), "paused on the last frame");
-    // Without the loop, a step past the end stays on the last frame.
-    player.key(&["Right"]);
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(
-        player.centre(),
-        colour(1008),
-        "no step past the end without the loop"
-    );
-    player.key(&["l", "Right"]);
-    player.wait_for(colour(1001), "with the loop on, a step past the end wraps");
-    // The heads-up display darkens its corner; H hides it.
-    // (The picture starts 16 px in: 4:3 in 480x336.)
-    let corner = |p: &Player<'_>| p.screenshot().pixel(30, 14);
-    assert_ne!(corner(&player), colour(1001), "the heads-up display is up");
-    player.key(&["h"]);
-    let started = Instant::now();
-    while corner(&player) != colour(1001) {
-        assert!(
-            started.elapsed() < SETTLE,
-            "H did not hide the heads-up display"
+    let args = [
+        "--window",
+        "--start-paused",
+        "--seek",
+        "1008",
+        "--output-size",
+        "480x360",
+    ];
+    in_window("keys", backend, &args, "Escape", |_, player| {
+        player.wait_for(colour(1008), "paused on the last frame");
+        // Without the loop, a step past the end stays on the last frame.
+        player.key(&["Right"]);
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(
+            player.centre(),
+            colour(1008),
+            "no step past the end without the loop"
         );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // Space plays: the picture moves on; Space again holds it.
-    player.key(&["space"]);
-    let started = Instant::now();
-    while player.centre() == colour(1001) {
-        assert!(started.elapsed() < SETTLE, "Space did not resume playback");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    player.key(&["space"]);
-    std::thread::sleep(Duration::from_millis(300));
-    let held = player.centre();
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(player.centre(), held, "paused again: the picture holds");
-    assert!(COLOURS.contains(&held), "{held:?} is a frame's colour");
-    player.key(&["Escape"]);
-    player.finish_ok();
-    let _ = std::fs::remove_dir_all(dir);
+        player.key(&["l", "Right"]);
+        player.wait_for(colour(1001), "with the loop on, a step past the end wraps");
+        // The heads-up display darkens its corner; H hides it.
+        // (The picture starts 16 px in: 4:3 in 480x336.)
+        let corner = |p: &Player<'_>| p.screenshot().pixel(30, 14);
+        assert_ne!(corner(player), colour(1001), "the heads-up display is up");
+        player.key(&["h"]);
+        let started = Instant::now();
+        while corner(player) != colour(1001) {
+            assert!(
+                started.elapsed() < SETTLE,
+                "H did not hide the heads-up display"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Space plays: the picture moves on; Space again holds it.
+        player.key(&["space"]);
+        let started = Instant::now();
+        while player.centre() == colour(1001) {
+            assert!(started.elapsed() < SETTLE, "Space did not resume playback");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        player.key(&["space"]);
+        std::thread::sleep(Duration::from_millis(300));
+        let held = player.centre();
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(player.centre(), held, "paused again: the picture holds");
+        assert!(COLOURS.contains(&held), "{held:?} is a frame's colour");
+    });
 }
 
 on_both_adapters!(
@@ -572,31 +576,27 @@ on_both_adapters!(
 /// L while playing a loop: playback goes on to the end of the range and
 /// holds its last frame there.
 fn loop_off_while_playing(backend: &str) {
-    let Some(x) = Xvfb::start(&format!("loop off while playing on {backend}")) else {
-        return;
-    };
-    let dir = write_sequence(&format!("loop-off-{backend}"));
-    let player = Player::launch(
-        &x,
+    let args = [
+        "--window",
+        "--loop",
+        "--fps",
+        "4",
+        "--output-size",
+        "320x240",
+    ];
+    in_window(
+        "loop off while playing",
         backend,
-        &[
-            dir.to_str().unwrap(),
-            "--window",
-            "--loop",
-            "--fps",
-            "4",
-            "--output-size",
-            "320x240",
-        ],
+        &args,
+        "q",
+        |_, player| {
+            player.wait_for(colour(1002), "playing the loop");
+            player.key(&["l"]);
+            player.wait_for(colour(1008), "on to the last frame with the loop off");
+            std::thread::sleep(Duration::from_millis(800));
+            assert_eq!(player.centre(), colour(1008), "the last frame holds");
+        },
     );
-    player.wait_for(colour(1002), "playing the loop");
-    player.key(&["l"]);
-    player.wait_for(colour(1008), "on to the last frame with the loop off");
-    std::thread::sleep(Duration::from_millis(800));
-    assert_eq!(player.centre(), colour(1008), "the last frame holds");
-    player.key(&["q"]);
-    player.finish_ok();
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 on_both_adapters!(
@@ -608,35 +608,31 @@ on_both_adapters!(
 /// Frames stepped over land in the GPU tier; stepping back onto them
 /// shows them from the device at once.
 fn steps_back_onto_the_gpu_tier(backend: &str) {
-    let Some(x) = Xvfb::start(&format!("gpu tier steps on {backend}")) else {
-        return;
-    };
-    let dir = write_sequence(&format!("tier-{backend}"));
-    let player = Player::launch(
-        &x,
+    let args = [
+        "--window",
+        "--start-paused",
+        "--seek",
+        "1002",
+        "--gpu-cache",
+        "64M",
+        "--output-size",
+        "320x240",
+    ];
+    in_window(
+        "steps back onto the gpu tier",
         backend,
-        &[
-            dir.to_str().unwrap(),
-            "--window",
-            "--start-paused",
-            "--seek",
-            "1002",
-            "--gpu-cache",
-            "64M",
-            "--output-size",
-            "320x240",
-        ],
+        &args,
+        "q",
+        |_, player| {
+            player.wait_for(colour(1002), "paused at 1002");
+            player.key(&["Right", "Right", "Right"]);
+            player.wait_for(colour(1005), "three steps right");
+            player.key(&["Left"]);
+            player.wait_for(colour(1004), "one step back, onto the device");
+            player.key(&["Left", "Left"]);
+            player.wait_for(colour(1002), "two more steps back");
+        },
     );
-    player.wait_for(colour(1002), "paused at 1002");
-    player.key(&["Right", "Right", "Right"]);
-    player.wait_for(colour(1005), "three steps right");
-    player.key(&["Left"]);
-    player.wait_for(colour(1004), "one step back, onto the device");
-    player.key(&["Left", "Left"]);
-    player.wait_for(colour(1002), "two more steps back");
-    player.key(&["q"]);
-    player.finish_ok();
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 on_both_adapters!(
