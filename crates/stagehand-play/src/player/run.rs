@@ -130,8 +130,12 @@ impl Run<'_> {
             };
             let mut quit = false;
             for command in commands {
-                quit |=
-                    self.command(gpu, renderer, output, &mut tick, command, options)? == Next::Quit;
+                // Nothing after a quit runs: a seek queued behind Q would
+                // only delay the end.
+                if self.command(gpu, renderer, output, &mut tick, command, options)? == Next::Quit {
+                    quit = true;
+                    break;
+                }
             }
             if quit {
                 break;
