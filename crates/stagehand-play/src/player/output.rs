@@ -76,10 +76,9 @@ impl Run<'_> {
         output: &mut Output<'_>,
         playing: bool,
     ) -> Result<(), PlayError> {
-        let bind = self.picture(renderer).map(|(bind, _)| bind);
         let presented = match output {
             Output::Offscreen => {
-                renderer.draw(gpu, bind)?;
+                renderer.draw(gpu, self.picture(renderer).map(|(bind, _)| bind))?;
                 Some(Instant::now())
             }
             Output::Window(w) => {

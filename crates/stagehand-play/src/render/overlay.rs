@@ -14,7 +14,7 @@
 //!    submission that draws);
 //! 3. [`Overlay::draw`] inside the caller's render pass, after the picture.
 
-use super::texture_2d;
+use super::{texture_2d, texture_entry, uniform_entry};
 use stagehand_gpu::diag::Tracked;
 use stagehand_gpu::{Gpu, Result};
 
@@ -158,16 +158,7 @@ impl Overlay {
             label: Some("overlay bar"),
             entries: &[
                 texture_entry(0, wgpu::TextureSampleType::Uint),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 1,
-                    visibility: wgpu::ShaderStages::FRAGMENT,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
+                uniform_entry(1),
             ],
         })?;
         let coverage = wgpu::TextureSampleType::Float { filterable: false };
@@ -507,20 +498,6 @@ fn constants() -> [(&'static str, f64); 6] {
         ("MARGIN", f64::from(MARGIN)),
         ("BOX_ALPHA", f64::from(BOX_ALPHA)),
     ]
-}
-
-/// A fragment-stage 2-D texture at `binding`, read with `textureLoad`.
-fn texture_entry(binding: u32, sample_type: wgpu::TextureSampleType) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::FRAGMENT,
-        ty: wgpu::BindingType::Texture {
-            sample_type,
-            view_dimension: wgpu::TextureViewDimension::D2,
-            multisampled: false,
-        },
-        count: None,
-    }
 }
 
 /// A one-layer extent of `size`.
