@@ -9,11 +9,16 @@
 
 use bytes::Bytes;
 use stagehand_gpu::Report;
-use stagehand_gpu::backend::cuda::{Cuda, CudaError, DevicePool, Stream, driver_present};
+use stagehand_gpu::backend::cuda::{
+    Cuda, CudaError, DeviceBuffer, DevicePool, Stream, driver_present,
+};
 use stagehand_gpu::diag::sections::CudaSection;
 use stagehand_gpu::pool::{PoolConfig, PoolError};
-use stagehand_gpu::upload::cuda::{CudaEngineConfig, CudaUploadEngine};
-use stagehand_gpu::upload::{Cancel, UploadError, UploadStatus};
+use stagehand_gpu::upload::cuda::{CudaStreamedBuffer, CudaUploadEngine};
+use stagehand_gpu::upload::{
+    Cancel, EngineConfig, IfFull, StagingPolicy, StreamOptions, UploadError, UploadPriority,
+    UploadStatus,
+};
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -42,15 +47,24 @@ fn cuda(test: &str) -> Option<(Cuda, MutexGuard<'static, ()>)> {
 }
 
 /// A small engine: chunks small enough that every upload here spans
-/// several, and three workers so chunks are filled out of order.
+/// several, filled by three threads at once, and three workers so uploads
+/// are filled out of order.
 fn engine(cuda: &Cuda) -> CudaUploadEngine {
-    let config = CudaEngineConfig {
+    let config = EngineConfig {
         workers: 3,
+        fill_threads: 3,
         chunk_bytes: 64 << 10,
-        slots_per_worker: 2,
         max_in_flight_bytes: 64 * MIB,
+        ..EngineConfig::default()
     };
     CudaUploadEngine::new(cuda, config).expect("engine")
+}
+
+/// `dst` streamed through `engine`, up to 64 uploads in flight.
+fn streamed(engine: &CudaUploadEngine, dst: &Arc<DeviceBuffer>) -> CudaStreamedBuffer {
+    engine
+        .create_buffer(Arc::clone(dst), StagingPolicy::PerUpload(64))
+        .expect("streamed buffer")
 }
 
 /// What most tests start from: a device pool, a stream and an engine.
@@ -158,6 +172,7 @@ fn uploads_land_byte_for_byte() {
     let len = 3 * MIB as usize + 12_345;
     let dst = Arc::new(pool.take(len as u64, &stream).expect("take"));
     dst.write(0, &vec![0; len]).expect("clear");
+    let buf = streamed(&engine, &dst);
     let mut mirror = vec![0u8; len];
     let mut uploads = Vec::new();
     let mut source = vec![0u8; 512 << 10];
@@ -167,8 +182,8 @@ fn uploads_land_byte_for_byte() {
             1 + (pattern(i, 4).iter().map(|&b| b as usize).sum::<usize>() * 2003) % source.len();
         let offset = (i as usize * 7919) % (len - n);
         source[..n].copy_from_slice(&pattern(1000 + i, n));
-        let up = engine
-            .upload(&dst, offset as u64, Bytes::copy_from_slice(&source[..n]))
+        let up = buf
+            .upload(Bytes::copy_from_slice(&source[..n]), offset as u64)
             .expect("upload");
         // The caller scribbles over its own buffer at once.
         source[..n].fill(0xEE);
@@ -177,6 +192,9 @@ fn uploads_land_byte_for_byte() {
     }
     for up in &uploads {
         let outcome = up.wait_timeout(WAIT).expect("an upload hung");
+        if outcome.status == UploadStatus::Superseded {
+            continue; // a newer upload to the very same range replaced it
+        }
         assert_eq!(outcome.status, UploadStatus::Done);
         let t = outcome.times;
         assert!(t.queued <= t.copy_started && t.copy_started <= t.copy_ended);
@@ -189,7 +207,8 @@ fn uploads_land_byte_for_byte() {
         wrong, 0,
         "{wrong} bytes differ: the last upload to a byte must win"
     );
-    assert_eq!(engine.stats().completed, 400);
+    let stats = engine.stats();
+    assert_eq!(stats.completed + stats.superseded, 400, "{stats:?}");
 }
 
 #[test]
@@ -199,17 +218,25 @@ fn bad_input_is_refused_and_others_land() {
     };
     let (pool, stream, engine) = setup(&cuda);
     let dst = Arc::new(pool.take(MIB, &stream).unwrap());
-    let good = engine.upload(&dst, 0, pattern(7, MIB as usize)).unwrap();
+    let buf = streamed(&engine, &dst);
+    let good = buf.upload(pattern(7, MIB as usize), 0).unwrap();
     // Zero bytes: ZeroSized.
     assert_eq!(
-        engine.upload(&dst, 0, Vec::new()).unwrap_err(),
+        buf.upload(Vec::new(), 0).unwrap_err(),
         UploadError::ZeroSized
     );
     // Past the end, by one byte or by overflow: OutOfBounds.
     for (offset, n) in [(MIB - 10, 11), (u64::MAX - 2, 8), (MIB, 1)] {
-        let e = engine.upload(&dst, offset, vec![1u8; n]).unwrap_err();
+        let e = buf.upload(vec![1u8; n], offset).unwrap_err();
         assert!(matches!(e, UploadError::OutOfBounds { .. }), "{e}");
     }
+    // A zero-length device buffer cannot be streamed; nor can a policy of
+    // no staging buffers.
+    let empty = Arc::new(pool.take(16, &stream).unwrap());
+    assert!(matches!(
+        engine.create_buffer(Arc::clone(&empty), StagingPolicy::Ring(0)),
+        Err(UploadError::InvalidConfig(_))
+    ));
     // A zero-length pool request: InvalidRequest; the pool is unchanged.
     let held = pool.pool().stats().held;
     assert!(matches!(
@@ -219,23 +246,23 @@ fn bad_input_is_refused_and_others_land() {
     assert_eq!(pool.pool().stats().held, held);
     // Bad configs: InvalidConfig.
     for config in [
-        CudaEngineConfig {
+        EngineConfig {
             workers: 0,
             ..Default::default()
         },
-        CudaEngineConfig {
+        EngineConfig {
             chunk_bytes: 100,
             ..Default::default()
         },
-        CudaEngineConfig {
-            slots_per_worker: 0,
+        EngineConfig {
+            fill_threads: 0,
             ..Default::default()
         },
-        CudaEngineConfig {
+        EngineConfig {
             workers: 1000,
             ..Default::default()
         },
-        CudaEngineConfig {
+        EngineConfig {
             chunk_bytes: u64::MAX / 2,
             ..Default::default()
         },
@@ -256,9 +283,12 @@ fn cancel_callbacks_and_drop_resolve_everything() {
     };
     let (pool, stream, engine) = setup(&cuda);
     let dst = Arc::new(pool.take(8 * MIB, &stream).unwrap());
-    let data = Bytes::from(pattern(3, 8 * MIB as usize));
-    let uploads: Vec<_> = (0..40)
-        .map(|_| engine.upload(&dst, 0, data.clone()).unwrap())
+    let buf = streamed(&engine, &dst);
+    let piece = 200 << 10;
+    let data = Bytes::from(pattern(3, piece));
+    // Forty uploads to forty ranges (none supersedes another).
+    let uploads: Vec<_> = (0..40u64)
+        .map(|i| buf.upload(data.clone(), i * piece as u64).unwrap())
         .collect();
     // A panicking callback is caught and counted.
     uploads[0].on_complete(|_| panic!("a user callback panics"));
@@ -281,6 +311,7 @@ fn cancel_callbacks_and_drop_resolve_everything() {
         }
     }
     assert!(done >= 1, "the first upload was started before the drop");
+    drop(buf);
     drop(dst);
     drop(uploads);
     pool.pool().trim();
@@ -303,11 +334,12 @@ fn no_leaks_after_pools_and_engines() {
     for round in 0..20u64 {
         let (pool, stream, engine) = setup(&cuda);
         let dst = Arc::new(pool.take(4 * MIB + round, &stream).unwrap());
-        let up = engine
-            .upload(&dst, 0, pattern(round, 4 * MIB as usize))
+        let buf = engine
+            .create_buffer(Arc::clone(&dst), StagingPolicy::Ring(2))
             .unwrap();
+        let up = buf.upload(pattern(round, 4 * MIB as usize), 0).unwrap();
         assert_eq!(up.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
-        drop((engine, dst, pool, stream));
+        drop((buf, engine, dst, pool, stream));
         assert_eq!(cuda.counts(), start, "round {round} left objects behind");
     }
     cuda.synchronize().unwrap();
@@ -357,7 +389,11 @@ fn section_lists_the_device() {
         return;
     };
     let (pool, stream, engine) = setup(&cuda);
-    let block = pool.take(MIB, &stream).unwrap();
+    let block = Arc::new(pool.take(MIB, &stream).unwrap());
+    // A ring stages its pinned buffers when it is made.
+    let ring = engine
+        .create_buffer(Arc::clone(&block), StagingPolicy::Ring(2))
+        .unwrap();
     let section = cuda.section(vec![pool.pool().stats()], Some(engine.stats()));
     let mut report = Report::new();
     report.add(&section);
@@ -366,7 +402,7 @@ fn section_lists_the_device() {
     assert!(text.contains("device allocations"), "{text}");
     let live = section.live.expect("live counts");
     assert!(live.device_allocations >= 1 && live.streams >= 2 && live.pinned_buffers >= 1);
-    drop((block, engine));
+    drop((ring, block, engine));
 }
 
 /// A waker that panics, and an engine dropped from inside a callback on its
@@ -378,6 +414,7 @@ fn panicking_waker_and_drop_from_a_callback() {
     };
     let (pool, stream, engine) = setup(&cuda);
     let dst = Arc::new(pool.take(4 * MIB, &stream).unwrap());
+    let buf = streamed(&engine, &dst);
     let engine = Arc::new(engine);
     let data = Bytes::from(pattern(9, 4 * MIB as usize));
 
@@ -388,19 +425,21 @@ fn panicking_waker_and_drop_from_a_callback() {
         }
     }
     let waker = std::task::Waker::from(Arc::new(Panics));
-    let mut polled = std::pin::pin!(engine.upload(&dst, 0, data.clone()).unwrap());
+    let mut polled = std::pin::pin!(buf.upload(data.clone(), 0).unwrap());
     let mut cx = std::task::Context::from_waker(&waker);
     // Pending now (copies take a while), or already done.
     let _ = std::future::Future::poll(polled.as_mut(), &mut cx);
-    let after = engine.upload(&dst, 0, data.clone()).unwrap();
+    let after = buf.upload(data.clone(), 0).unwrap();
     assert_eq!(after.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
 
-    // The last handle to the engine, dropped inside a callback.
+    // The last handles to the engine and the buffer, dropped inside a
+    // callback.
     let (tx, rx) = std::sync::mpsc::channel();
-    let last = engine.upload(&dst, 0, data).unwrap();
+    let last = buf.upload(data, 0).unwrap();
     let held = Arc::clone(&engine);
     last.on_complete(move |outcome| {
         drop(held);
+        drop(buf);
         let _ = tx.send(outcome.status.clone());
     });
     drop(engine);
@@ -412,4 +451,232 @@ fn panicking_waker_and_drop_from_a_callback() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(cuda.counts().pinned_buffers, 0);
+}
+
+/// An engine with one worker and one fill thread, so a gated upload holds
+/// everything behind it in the queue.
+fn one_worker(
+    cuda: &Cuda,
+    timeline: Option<Arc<stagehand_gpu::diag::Timeline>>,
+) -> CudaUploadEngine {
+    let config = EngineConfig {
+        workers: 1,
+        fill_threads: 1,
+        timeline,
+        ..EngineConfig::default()
+    };
+    CudaUploadEngine::new(cuda, config).expect("engine")
+}
+
+/// An upload to `buf` whose fill waits at a gate: it holds the only worker
+/// until the returned sender sends (or drops).
+fn gated(
+    buf: &CudaStreamedBuffer,
+    offset: u64,
+    len: u64,
+) -> (crossbeam_channel::Sender<()>, stagehand_gpu::upload::Upload) {
+    let (open, gate) = crossbeam_channel::bounded::<()>(1);
+    let (started_tx, started) = crossbeam_channel::bounded::<()>(1);
+    let up = buf
+        .upload_with(
+            offset,
+            len,
+            move |mut out| {
+                let _ = started_tx.send(());
+                let _ = gate.recv_timeout(WAIT);
+                out.fill(0xAB);
+            },
+            IfFull::Wait,
+        )
+        .unwrap();
+    started.recv_timeout(WAIT).expect("the gated fill started");
+    (open, up)
+}
+
+#[test]
+fn cuda_supersede_keeps_only_the_last_queued_upload_to_a_range() {
+    let Some((cuda, _device)) = cuda("cuda_supersede_keeps_only_the_last_queued_upload_to_a_range")
+    else {
+        return;
+    };
+    let pool = DevicePool::new(&cuda, PoolConfig::named("device")).unwrap();
+    let stream = cuda.new_stream().unwrap();
+    let engine = one_worker(&cuda, None);
+    let dst = Arc::new(pool.take(2 * MIB, &stream).unwrap());
+    let buf = streamed(&engine, &dst);
+    let (open, held) = gated(&buf, MIB, MIB);
+    let ups: Vec<_> = (0..3u64)
+        .map(|i| buf.upload(pattern(i, MIB as usize), 0).unwrap())
+        .collect();
+    open.send(()).unwrap();
+    let statuses: Vec<_> = ups
+        .iter()
+        .map(|u| u.wait_timeout(WAIT).unwrap().status)
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            UploadStatus::Superseded,
+            UploadStatus::Superseded,
+            UploadStatus::Done
+        ]
+    );
+    assert_eq!(held.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+    let mut back = vec![0u8; 2 * MIB as usize];
+    dst.read(0, &mut back).unwrap();
+    assert_eq!(&back[..MIB as usize], &pattern(2, MIB as usize)[..]);
+    assert!(
+        back[MIB as usize..].iter().all(|&b| b == 0xAB),
+        "the fill in place landed"
+    );
+    assert_eq!(engine.stats().superseded, 2);
+}
+
+#[test]
+fn cuda_fill_in_place_writes_straight_into_pinned_staging() {
+    let Some((cuda, _device)) = cuda("cuda_fill_in_place_writes_straight_into_pinned_staging")
+    else {
+        return;
+    };
+    let (pool, stream, engine) = setup(&cuda);
+    let dst = Arc::new(pool.take(3 * MIB, &stream).unwrap());
+    dst.write(0, &vec![0; 3 * MIB as usize]).unwrap();
+    let buf = engine
+        .create_buffer(Arc::clone(&dst), StagingPolicy::Ring(2))
+        .unwrap();
+    let want = pattern(11, MIB as usize);
+    let copy = want.clone();
+    let up = buf
+        .upload_with(
+            MIB,
+            MIB,
+            move |mut out| out.copy_from_slice(&copy),
+            IfFull::Wait,
+        )
+        .unwrap();
+    assert_eq!(up.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+    let mut back = vec![0u8; 3 * MIB as usize];
+    dst.read(0, &mut back).unwrap();
+    assert_eq!(&back[MIB as usize..2 * MIB as usize], &want[..]);
+    assert!(back[..MIB as usize].iter().all(|&b| b == 0));
+    // A fill that panics fails its upload; the engine goes on.
+    let bad = buf
+        .upload_with(0, 16, |_| panic!("a decoder crashed"), IfFull::Wait)
+        .unwrap();
+    assert!(matches!(
+        bad.wait_timeout(WAIT).unwrap().status,
+        UploadStatus::Failed(_)
+    ));
+    let after = buf.upload(vec![5u8; 16], 0).unwrap();
+    assert_eq!(after.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+}
+
+#[test]
+fn cuda_high_priority_uploads_start_before_queued_normal_ones() {
+    let Some((cuda, _device)) = cuda("cuda_high_priority_uploads_start_before_queued_normal_ones")
+    else {
+        return;
+    };
+    let pool = DevicePool::new(&cuda, PoolConfig::named("device")).unwrap();
+    let stream = cuda.new_stream().unwrap();
+    let engine = one_worker(&cuda, None);
+    let normal_dst = Arc::new(pool.take(4 * MIB, &stream).unwrap());
+    let high_dst = Arc::new(pool.take(MIB, &stream).unwrap());
+    let normal = streamed(&engine, &normal_dst);
+    let high = engine
+        .create_buffer_with(
+            Arc::clone(&high_dst),
+            StreamOptions {
+                policy: StagingPolicy::PerUpload(4),
+                priority: UploadPriority::High,
+                rows_per_submit: None,
+            },
+        )
+        .unwrap();
+    let (open, held) = gated(&normal, 0, MIB);
+    let queued: Vec<_> = (1..4u64)
+        .map(|i| normal.upload(pattern(i, MIB as usize), i * MIB).unwrap())
+        .collect();
+    let urgent = high.upload(pattern(99, MIB as usize), 0).unwrap();
+    open.send(()).unwrap();
+    let urgent_started = urgent
+        .wait_timeout(WAIT)
+        .unwrap()
+        .times
+        .copy_started
+        .unwrap();
+    for up in &queued {
+        let started = up.wait_timeout(WAIT).unwrap().times.copy_started.unwrap();
+        assert!(
+            urgent_started < started,
+            "the high-priority upload started first"
+        );
+    }
+    held.wait_timeout(WAIT).unwrap();
+}
+
+#[test]
+fn cuda_release_cancels_queued_uploads_and_its_staging_goes_back() {
+    let Some((cuda, _device)) =
+        cuda("cuda_release_cancels_queued_uploads_and_its_staging_goes_back")
+    else {
+        return;
+    };
+    let pool = DevicePool::new(&cuda, PoolConfig::named("device")).unwrap();
+    let stream = cuda.new_stream().unwrap();
+    let engine = one_worker(&cuda, None);
+    let pinned_before = cuda.counts().pinned_buffers;
+    let dst = Arc::new(pool.take(4 * MIB, &stream).unwrap());
+    let holder = Arc::new(pool.take(MIB, &stream).unwrap());
+    let other = streamed(&engine, &holder);
+    let buf = engine
+        .create_buffer(Arc::clone(&dst), StagingPolicy::Ring(3))
+        .unwrap();
+    let (open, held) = gated(&other, 0, MIB);
+    let queued: Vec<_> = (0..3u64)
+        .map(|i| buf.upload(pattern(i, MIB as usize), i * MIB).unwrap())
+        .collect();
+    // Release while the queued uploads wait behind the gated one.
+    let releaser = std::thread::spawn(move || drop(buf));
+    releaser.join().unwrap();
+    for up in &queued {
+        assert_eq!(
+            up.wait_timeout(WAIT).unwrap().status,
+            UploadStatus::Cancelled
+        );
+    }
+    open.send(()).unwrap();
+    assert_eq!(held.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+    drop(other);
+    engine.trim_staging();
+    assert_eq!(
+        cuda.counts().pinned_buffers,
+        pinned_before,
+        "the ring's pinned staging went back"
+    );
+}
+
+#[test]
+fn cuda_upload_async_and_the_timeline() {
+    let Some((cuda, _device)) = cuda("cuda_upload_async_and_the_timeline") else {
+        return;
+    };
+    let pool = DevicePool::new(&cuda, PoolConfig::named("device")).unwrap();
+    let stream = cuda.new_stream().unwrap();
+    let timeline = Arc::new(stagehand_gpu::diag::Timeline::new());
+    let engine = one_worker(&cuda, Some(Arc::clone(&timeline)));
+    let dst = Arc::new(pool.take(MIB, &stream).unwrap());
+    let buf = streamed(&engine, &dst);
+    let admitted = pollster::block_on(buf.upload_async(pattern(4, MIB as usize), 0)).unwrap();
+    let outcome = pollster::block_on(admitted);
+    assert_eq!(outcome.status, UploadStatus::Done);
+    let mut back = vec![0u8; MIB as usize];
+    dst.read(0, &mut back).unwrap();
+    assert_eq!(back, pattern(4, MIB as usize));
+    // Copy to staging, submit, device copy.
+    assert_eq!(
+        timeline.len(),
+        3,
+        "the landed upload's stages are on the timeline"
+    );
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use stagehand_gpu::upload::{
-    CopyLayout, EngineConfig, FrameQueue, FrameQueueConfig, SourceLayout, StagingPolicy,
+    CopyLayout, EngineConfig, FrameQueue, FrameQueueConfig, IfFull, SourceLayout, StagingPolicy,
     StreamedTexture, TextureRegion, UploadEngine, UploadError, UploadStatus,
 };
 use std::future::Future;
@@ -83,7 +83,7 @@ fn held_upload(
                 let _ = gate.recv_timeout(WAIT);
                 out.fill(7);
             },
-            true,
+            IfFull::Wait,
         )
         .unwrap();
     started
@@ -462,4 +462,89 @@ fn dropping_the_engine_inside_one_of_its_callbacks_with_work_queued_returns() {
         );
     }
     drop(t);
+}
+
+/// Bytes whose owner panics when the worker lets go of them: a panic on a
+/// worker outside the fill closure.
+struct PanicsOnDrop(Vec<u8>);
+
+impl AsRef<[u8]> for PanicsOnDrop {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("the data's owner panicked on drop");
+        }
+    }
+}
+
+#[test]
+fn a_panic_on_a_worker_outside_the_fill_ends_the_upload_and_keeps_the_worker() {
+    let engine = UploadEngine::new(
+        Arc::new(common::gpu()),
+        EngineConfig {
+            workers: 1,
+            ..EngineConfig::default()
+        },
+    )
+    .unwrap();
+    let (w, h) = (16, 16);
+    let t = texture(&engine, w, h, StagingPolicy::Ring(2));
+    let data = bytes::Bytes::from_owner(PanicsOnDrop(vec![7; (w * h * 4) as usize]));
+    let first = t
+        .upload(data, whole(w, h), SourceLayout::default())
+        .unwrap();
+    let outcome = first
+        .wait_timeout(WAIT)
+        .expect("the upload whose data panicked on the worker never ended");
+    // Whether it landed or failed, it ended; the worker goes on.
+    let _ = outcome;
+    let second = t.upload_frame(vec![9u8; (w * h * 4) as usize]).unwrap();
+    let outcome = second
+        .wait_timeout(WAIT)
+        .expect("the worker took no upload after the panic");
+    assert_eq!(outcome.status, UploadStatus::Done);
+    let done = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(t);
+        let _ = done.0.send(());
+    });
+    done.1
+        .recv_timeout(WAIT)
+        .expect("dropping the texture hung after a worker panic");
+    assert_eq!(engine.stats().queued + engine.stats().active, 0);
+}
+
+#[test]
+fn synchronous_uploads_racing_the_engines_drop_all_end() {
+    for _ in 0..50 {
+        let engine = engine();
+        let t = texture(&engine, 8, 8, StagingPolicy::Synchronous);
+        let start = Arc::new(std::sync::Barrier::new(2));
+        let go = Arc::clone(&start);
+        let uploader = std::thread::spawn(move || {
+            go.wait();
+            let mut uploads = Vec::new();
+            for _ in 0..200 {
+                match t.upload_frame(vec![1u8; 8 * 8 * 4]) {
+                    Ok(u) => uploads.push(u),
+                    Err(UploadError::ShutDown) => break,
+                    Err(e) => panic!("unexpected error: {e}"),
+                }
+            }
+            (t, uploads)
+        });
+        start.wait();
+        drop(engine);
+        let (t, uploads) = uploader.join().unwrap();
+        for u in uploads {
+            u.wait_timeout(WAIT)
+                .expect("a synchronous upload made while the engine dropped never ended");
+        }
+        drop(t);
+    }
 }

@@ -5,8 +5,8 @@
 mod common;
 
 use stagehand_gpu::upload::{
-    Cancel, EngineConfig, SourceLayout, StagingPolicy, TextureRegion, UploadEngine, UploadError,
-    UploadStatus,
+    Cancel, EngineConfig, IfFull, SourceLayout, StagingPolicy, TextureRegion, UploadEngine,
+    UploadError, UploadStatus,
 };
 use std::future::Future;
 use std::sync::Arc;
@@ -213,7 +213,7 @@ fn cancellation_at_every_stage() {
     let whole = region(0, 0, 0, 0, 32, 32);
     // Stage 1: queued behind a held upload on the same worker.
     let (gate, fill) = held();
-    let first = texture.upload_with(whole, fill, true).unwrap();
+    let first = texture.upload_with(whole, fill, IfFull::Wait).unwrap();
     gate.started();
     let queued = texture
         .upload(
@@ -268,7 +268,7 @@ fn a_newer_frame_supersedes_a_queued_one() {
         .unwrap();
     let (gate, fill) = held();
     let whole = region(0, 0, 0, 0, 32, 32);
-    let held_up = texture.upload_with(whole, fill, true).unwrap();
+    let held_up = texture.upload_with(whole, fill, IfFull::Wait).unwrap();
     gate.started();
     let old = texture.upload_frame(vec![1u8; 32 * 32 * 4]).unwrap();
     let new = texture.upload_frame(vec![2u8; 32 * 32 * 4]).unwrap();
@@ -293,7 +293,7 @@ fn try_upload_would_block_at_the_ring_bound() {
         .unwrap();
     let (gate, fill) = held();
     let held_up = texture
-        .upload_with(region(0, 0, 0, 0, 32, 32), fill, true)
+        .upload_with(region(0, 0, 0, 0, 32, 32), fill, IfFull::Wait)
         .unwrap();
     let err = texture
         .try_upload(
@@ -333,7 +333,7 @@ fn a_panicking_fill_fails_its_upload_only() {
         .upload_with(
             region(0, 0, 0, 0, 8, 8),
             |_, _| panic!("decoder crashed"),
-            true,
+            IfFull::Wait,
         )
         .unwrap();
     assert!(matches!(
@@ -371,7 +371,7 @@ fn upload_async_yields_until_there_is_room() {
         .unwrap();
     let (gate, fill) = held();
     let first = texture
-        .upload_with(region(0, 0, 0, 0, 32, 32), fill, true)
+        .upload_with(region(0, 0, 0, 0, 32, 32), fill, IfFull::Wait)
         .unwrap();
     gate.started();
     let admission = texture.upload_async(

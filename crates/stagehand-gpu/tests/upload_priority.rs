@@ -6,7 +6,7 @@
 mod common;
 
 use stagehand_gpu::upload::{
-    EngineConfig, StagingPolicy, StreamOptions, StreamedBuffer, UploadEngine, UploadError,
+    EngineConfig, IfFull, StagingPolicy, StreamOptions, StreamedBuffer, UploadEngine, UploadError,
     UploadPriority, UploadStatus,
 };
 use std::sync::Arc;
@@ -69,7 +69,7 @@ fn high_priority_starts_ahead_of_queued_normal_uploads() {
             move |_, _| {
                 let _ = opened.recv_timeout(WAIT);
             },
-            true,
+            IfFull::Wait,
         )
         .expect("gate upload");
     let normal = buffers(&engine, 24, UploadPriority::Normal);

@@ -6,7 +6,7 @@ mod common;
 
 use stagehand_gpu::ObjectKind;
 use stagehand_gpu::upload::{
-    EngineConfig, SourceLayout, StagingPolicy, TextureRegion, UploadEngine, UploadError,
+    EngineConfig, IfFull, SourceLayout, StagingPolicy, TextureRegion, UploadEngine, UploadError,
     UploadStatus,
 };
 use std::sync::Arc;
@@ -50,7 +50,11 @@ fn dropping_the_engine_resolves_every_upload_and_joins_every_thread() {
         let _ = gate.recv_timeout(WAIT);
         out.fill(3);
     };
-    let mut ups = vec![texture.upload_with(region(0, 32), fill, true).unwrap()];
+    let mut ups = vec![
+        texture
+            .upload_with(region(0, 32), fill, IfFull::Wait)
+            .unwrap(),
+    ];
     for i in 0..2u32 {
         ups.push(
             texture

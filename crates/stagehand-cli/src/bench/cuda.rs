@@ -9,7 +9,8 @@ use bytes::Bytes;
 use stagehand_gpu::backend::cuda::{Cuda, CudaError, DevicePool, Stream};
 use stagehand_gpu::pool::PoolConfig;
 use stagehand_gpu::upload::UploadStatus;
-use stagehand_gpu::upload::cuda::{CudaEngineConfig, CudaUploadEngine};
+use stagehand_gpu::upload::cuda::CudaUploadEngine;
+use stagehand_gpu::upload::{EngineConfig, StagingPolicy};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -102,9 +103,12 @@ fn bandwidth(cuda: &Cuda, stream: &Stream, rounds: usize) -> Result<()> {
         "size", "pageable", "pinned", "engine", "engine/pinned"
     ))?;
     let pool = DevicePool::new(cuda, PoolConfig::named("bench")).map_err(text)?;
-    let engine = CudaUploadEngine::new(cuda, CudaEngineConfig::default()).map_err(text)?;
+    let engine = CudaUploadEngine::new(cuda, EngineConfig::default()).map_err(text)?;
     for (size, name) in COPY_SIZES {
         let dst = Arc::new(pool.take(size, stream).map_err(text)?);
+        let streamed = engine
+            .create_buffer(Arc::clone(&dst), StagingPolicy::Ring(2))
+            .map_err(text)?;
         let source: Vec<u8> = (0..size).map(|i| (i * 31 % 251) as u8).collect();
         let shared = Bytes::from(source.clone());
         let mut pinned = cuda.alloc_pinned(size).map_err(text)?;
@@ -123,7 +127,7 @@ fn bandwidth(cuda: &Cuda, stream: &Stream, rounds: usize) -> Result<()> {
                         staged.push(start.elapsed());
                     }
                     _ => {
-                        let up = engine.upload(&dst, 0, shared.clone()).map_err(text)?;
+                        let up = streamed.upload(shared.clone(), 0).map_err(text)?;
                         let outcome = up
                             .wait_timeout(Duration::from_secs(60))
                             .ok_or("an engine upload took over 60 s")?;
@@ -149,7 +153,7 @@ fn bandwidth(cuda: &Cuda, stream: &Stream, rounds: usize) -> Result<()> {
     }
     let workers = engine.stats().workers;
     output::println(&format!(
-        "\npageable: cuMemcpyHtoDAsync from ordinary memory, then the stream waited on; pinned: the same from page-locked memory; engine: CudaUploadEngine::upload of shared bytes from ordinary memory, waited on ({workers} worker threads; chunks of one share per worker, 256 KiB to 4 MiB).\n"
+        "\npageable: cuMemcpyHtoDAsync from ordinary memory, then the stream waited on; pinned: the same from page-locked memory; engine: a streamed buffer's upload of shared bytes from ordinary memory through the upload engine, waited on ({workers} worker threads; parallel fill in chunks of at least 1 MiB).\n"
     ))?;
     Ok(())
 }

@@ -14,7 +14,7 @@ use crate::output::{self, OutputError};
 use bytes::Bytes;
 use stagehand_gpu::Gpu;
 use stagehand_gpu::upload::{
-    EngineConfig, Priority, StagingPolicy, StreamOptions, UploadEngine, UploadError,
+    EngineConfig, IfFull, StagingPolicy, StreamOptions, ThreadPriority, UploadEngine, UploadError,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -329,7 +329,7 @@ fn stagehand(
     // Workers below the render thread: on a machine with few cores the
     // render thread gets the CPU first.
     let config = EngineConfig {
-        priority: Priority::Low,
+        priority: ThreadPriority::Low,
         ..EngineConfig::default()
     };
     let engine = UploadEngine::new(Arc::clone(gpu), config)?;
@@ -352,7 +352,7 @@ fn stagehand(
             streamed.upload_with(
                 region,
                 move |mut out, layout| fill_frame(&mut out, layout, shade),
-                false,
+                IfFull::Refuse,
             )
         } else {
             streamed.try_upload(frames[i % frames.len()].clone(), region, Default::default())

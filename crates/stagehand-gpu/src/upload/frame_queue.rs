@@ -4,7 +4,8 @@
 use super::error::UploadError;
 use super::future::{Upload, UploadStatus};
 use super::region::{CopyLayout, TextureRegion};
-use super::resource::{StagingPolicy, StreamedTexture};
+use super::resource::StagingPolicy;
+use super::streamed::StreamedTexture;
 use super::{StreamOptions, UploadEngine};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
@@ -382,7 +383,11 @@ impl FrameQueue {
         fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>, &CopyLayout) + Send + 'static,
     ) -> Result<Upload, UploadError> {
         self.push_into(frame, pts, |t| {
-            t.upload_with(TextureRegion::frame(t.texture().size()), fill, true)
+            t.upload_with(
+                TextureRegion::frame(t.texture().size()),
+                fill,
+                super::IfFull::Wait,
+            )
         })
     }
 

@@ -56,6 +56,19 @@ pub struct UploadOutcome {
     pub times: StageTimes,
 }
 
+/// Where an upload is: its phases, in order; it only moves forward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum UploadPhase {
+    /// Accepted, waiting for a worker; it can be superseded or cancelled.
+    Queued,
+    /// A worker is filling its staging; a cancel is still honoured.
+    Started,
+    /// Submitted to the device; it will land.
+    Submitted,
+    /// Resolved: see its [`UploadOutcome`].
+    Ended,
+}
+
 /// The phases an upload moves through, in order; only forward.
 pub(crate) mod phase {
     /// Accepted, waiting for a worker.
@@ -184,6 +197,16 @@ pub struct Upload {
 }
 
 impl Upload {
+    /// Where it is now.
+    pub fn phase(&self) -> UploadPhase {
+        match self.shared.phase.load(Ordering::Acquire) {
+            phase::QUEUED => UploadPhase::Queued,
+            phase::STARTED => UploadPhase::Started,
+            phase::SUBMITTED => UploadPhase::Submitted,
+            _ => UploadPhase::Ended,
+        }
+    }
+
     /// Whether it has ended (landed, cancelled, superseded or failed).
     pub fn is_done(&self) -> bool {
         self.shared.phase.load(Ordering::Acquire) == phase::ENDED
@@ -297,7 +320,7 @@ impl Future for Upload {
 impl fmt::Debug for Upload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Upload")
-            .field("phase", &self.shared.phase.load(Ordering::Relaxed))
+            .field("phase", &self.phase())
             .finish_non_exhaustive()
     }
 }

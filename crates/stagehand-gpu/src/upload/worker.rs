@@ -1,545 +1,315 @@
-//! Transfer workers: take a job, fill a staging buffer, submit the GPU copy,
-//! and arm the callback that ends the upload when the GPU is done.
+//! Transfer workers: take the next upload from the schedule, fill its
+//! staging (a large upload in chunks, on several threads at once), wait for
+//! its turn, submit the copy and hand it to the completion thread.
+//!
+//! Everything a worker runs for an upload is under `catch_unwind`: a panic
+//! (in a fill closure, in the data's owner, in the device layer, or in our
+//! own code) fails that upload, settles its books, passes its turn on, and
+//! leaves the worker running.
 
-use super::UploadPriority;
-use super::engine::{Completion, EngineShared, Staging};
+use super::core::{Core, Counted, EngineThread, Landing};
 use super::error::UploadError;
-use super::future::{UploadShared, UploadStatus, phase};
-use super::region::CopyLayout;
-use super::resource::{Kind, ResourceShared, StagingPolicy};
+use super::future::{UploadStatus, phase};
+use super::resource::{Job, Source};
+use super::schedule::Next;
 use super::stats::Counters;
-use crate::backend::wgpu::{BufferBackend, scoped_call};
-use crate::pool::Pooled;
-use bytes::Bytes;
-use crossbeam_channel::{Receiver, Sender, TryRecvError};
-use std::collections::VecDeque;
+use super::transfer::{CopyPlan, TransferBackend};
+use crossbeam_channel::Sender;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// Usage of every staging buffer.
-pub(crate) const STAGING_USAGE: wgpu::BufferUsages =
-    wgpu::BufferUsages::MAP_WRITE.union(wgpu::BufferUsages::COPY_SRC);
-
-/// Writes texels straight into mapped staging memory.
-pub(crate) type Fill = Box<dyn FnOnce(wgpu::WriteOnly<'_, [u8]>, &CopyLayout) + Send>;
-
-/// Where the data comes from.
-pub(crate) enum Source {
-    /// Shared immutable bytes; the caller cannot change them under us.
-    Bytes(Bytes),
-    /// A closure that writes the data in place on the worker.
-    Fill(Fill),
-}
-
-/// Where the data goes.
-pub(crate) enum Target {
-    Texture(CopyLayout),
-    Buffer { offset: u64, len: u64 },
-}
-
-impl Target {
-    pub fn data_bytes(&self) -> u64 {
-        match self {
-            Self::Texture(l) => l.data_bytes(),
-            Self::Buffer { len, .. } => *len,
-        }
+/// A worker's loop: runs uploads until the schedule is closed and drained.
+pub(crate) fn run<T: TransferBackend>(core: &Core<T>, index: usize, landings: Sender<Landing<T>>) {
+    EngineThread::Worker.mark();
+    while let Some((job, seq)) = next(core) {
+        process(core, job, seq, index, &landings);
     }
+}
 
-    pub fn staging_bytes(&self) -> u64 {
-        match self {
-            Self::Texture(l) => l.staging_bytes(),
-            Self::Buffer { len, .. } => *len,
+/// Waits for the next upload to start and claims it.
+fn next<T: TransferBackend>(core: &Core<T>) -> Option<(Job<T>, u64)> {
+    let mut schedule = core.schedule.lock();
+    loop {
+        let next = schedule.next(
+            |job| job.plan.data_bytes(),
+            |job| job.upload.advance(phase::QUEUED, phase::STARTED),
+        );
+        match next {
+            Next::Start(job) => {
+                // Numbered under the schedule's lock: in the order its
+                // resource's uploads leave their lane.
+                let seq = job.resource.turns.take_number();
+                return Some((job, seq));
+            }
+            Next::Exit => return None,
+            Next::Wait => core.work.wait(&mut schedule),
         }
     }
 }
 
-/// One admitted upload.
-pub(crate) struct Job {
-    pub resource: Arc<ResourceShared>,
-    pub upload: Arc<UploadShared>,
-    pub target: Target,
-    pub source: Source,
-    /// Staging bytes held of the engine's bound.
-    pub admitted: u64,
-    /// Bytes of data the upload moves.
-    pub data_bytes: u64,
+/// How an upload a worker started ends on the worker, if it does.
+enum Outcome<I> {
+    Submitted(I),
+    Ended(UploadStatus),
 }
 
-/// A worker's queues, one per [`UploadPriority`](super::UploadPriority).
-pub(crate) type Lanes = [Receiver<Job>; 3];
-
-/// A worker's lanes: senders for the engine, receivers for the worker.
-pub(crate) fn lanes() -> ([Sender<Job>; 3], Lanes) {
-    let [(h, hr), (n, nr), (b, br)] = [(); 3].map(|()| crossbeam_channel::unbounded());
-    ([h, n, b], [hr, nr, br])
-}
-
-/// How often a worker holding background jobs over budget looks for ones
-/// cancelled meanwhile (so their resources can be released).
-const PARKED_RECHECK: Duration = Duration::from_millis(5);
-
-/// A worker's lanes and the jobs it has taken off them, in order.
-pub(crate) struct Queues {
-    lanes: Lanes,
-    taken: [VecDeque<Job>; 3],
-    tick: Receiver<()>,
-}
-
-impl Queues {
-    pub fn new(lanes: Lanes, tick: Receiver<()>) -> Self {
-        Self {
-            lanes,
-            taken: Default::default(),
-            tick,
-        }
-    }
-
-    /// Moves every waiting job off the lanes, keeping order, and drops those
-    /// already ended (cancelled, superseded, released), so that nothing a
-    /// busier lane holds up keeps a released resource alive. True once the
-    /// lanes are closed (they close together, at shutdown).
-    fn gather(&mut self) -> bool {
-        let mut closed = false;
-        for (lane, taken) in self.lanes.iter().zip(&mut self.taken) {
-            loop {
-                match lane.try_recv() {
-                    Ok(job) => taken.push_back(job),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => {
-                        closed = true;
-                        break;
+fn process<T: TransferBackend>(
+    core: &Core<T>,
+    mut job: Job<T>,
+    seq: u64,
+    worker: usize,
+    landings: &Sender<Landing<T>>,
+) {
+    job.resource.books.started(&job.upload);
+    Counters::drop_one(&core.counters.queued);
+    Counters::bump(&core.counters.active);
+    job.upload.stamp(|t| t.copy_started = Some(Instant::now()));
+    let source = std::mem::replace(&mut job.source, Source::Bytes(bytes::Bytes::new()));
+    let mut staging = None;
+    let filled = catch_unwind(AssertUnwindSafe(|| {
+        let bytes = job.plan.staging_bytes();
+        let slot = staging.insert(job.resource.take_staging(bytes)?);
+        fill(core, slot, &job.plan, source)
+    }))
+    .unwrap_or_else(|_| Err(panicked("filling staging")));
+    job.upload.stamp(|t| t.copy_ended = Some(Instant::now()));
+    let outcome = {
+        // Submitted in turn: this resource's uploads reach the device in the
+        // order they started. The turn passes when this block ends, before
+        // the upload is handed on or ended (its callbacks may wait for this
+        // resource's later uploads).
+        let _turn = job.resource.turns.wait(seq);
+        match filled {
+            Err(e) => Outcome::Ended(UploadStatus::Failed(e)),
+            Ok(()) if job.upload.cancel_requested.load(Ordering::Acquire) => {
+                Outcome::Ended(UploadStatus::Cancelled)
+            }
+            Ok(()) => {
+                job.upload.advance(phase::STARTED, phase::SUBMITTED);
+                let slot = staging.as_mut().expect("filled staging");
+                let submitted = catch_unwind(AssertUnwindSafe(|| {
+                    core.backend.submit(slot, &job.resource.target, &job.plan)
+                }))
+                .unwrap_or_else(|_| Err(panicked("submitting the copy")));
+                match submitted {
+                    Ok(in_flight) => Outcome::Submitted(in_flight),
+                    Err(e) => {
+                        // A failed submission may leave its staging half
+                        // way: it is not used again.
+                        if let Some(slot) = staging.take() {
+                            job.resource.lose(slot);
+                        }
+                        Outcome::Ended(UploadStatus::Failed(e))
                     }
                 }
             }
-            taken.retain(|job| job.upload.phase.load(Ordering::Acquire) != phase::ENDED);
         }
-        closed
-    }
-
-    /// The next job: the oldest of the highest priority. Background jobs
-    /// start only while the frame's budget is open; over budget they wait
-    /// here. `None` once the lanes are closed and everything is drained
-    /// (what is left at shutdown is handed out, budget or not, to be
-    /// cancelled).
-    fn next(&mut self, engine: &EngineShared) -> Option<Job> {
-        loop {
-            let closed = self.gather();
-            let lanes = if closed || engine.background_open() {
-                3
-            } else {
-                2
+    };
+    match outcome {
+        Outcome::Submitted(in_flight) => {
+            job.upload.stamp(|t| t.submitted = Some(Instant::now()));
+            let landing = Landing {
+                job,
+                staging,
+                in_flight,
+                worker: Some(worker),
             };
-            if let Some(job) = self.taken[..lanes].iter_mut().find_map(VecDeque::pop_front) {
-                return Some(job);
-            }
-            if closed {
-                return None;
-            }
-            let idle = if self.taken[2].is_empty() {
-                Duration::from_secs(1)
-            } else {
-                PARKED_RECHECK
-            };
-            let [high, normal, background] = &self.lanes;
-            // Wake for a job on any lane, a new frame, or (holding background
-            // jobs) to look for cancelled ones; `gather` takes it from there.
-            crossbeam_channel::select_biased! {
-                recv(high) -> job => self.taken[0].extend(job),
-                recv(normal) -> job => self.taken[1].extend(job),
-                recv(background) -> job => self.taken[2].extend(job),
-                recv(self.tick) -> _ => {}
-                default(idle) => {}
+            if let Err(e) = landings.send(landing) {
+                core.land(e.into_inner());
             }
         }
-    }
-}
-
-/// A worker's loop: runs jobs until its lanes are closed and drained.
-pub(crate) fn run(engine: Arc<EngineShared>, mut queues: Queues) {
-    struct Alive<'a>(&'a EngineShared);
-    impl Drop for Alive<'_> {
-        // Runs even if a job panics in our own code, so shutdown never waits
-        // for a worker that is gone.
-        fn drop(&mut self) {
-            self.0.workers_alive.fetch_sub(1, Ordering::AcqRel);
+        Outcome::Ended(status) => {
+            Counters::drop_one(&core.counters.active);
+            if let Some(slot) = staging {
+                job.resource.give_back(slot);
+            }
+            let Job {
+                resource, upload, ..
+            } = job;
+            core.finish(resource, &upload, status, Counted::Yes);
         }
     }
-    let _alive = Alive(&engine);
-    while let Some(job) = queues.next(&engine) {
-        process(job);
-    }
 }
 
-fn process(mut job: Job) {
-    let engine = Arc::clone(&job.resource.engine);
-    if engine.shut_down.load(Ordering::Acquire) {
-        if job.upload.advance(phase::QUEUED, phase::ENDED) {
-            Counters::drop_one(&engine.counters.queued);
-            engine.end_early(
-                &job.resource,
-                &job.upload,
-                job.admitted,
-                UploadStatus::Cancelled,
-            );
-        }
-        return;
-    }
-    if !job.upload.advance(phase::QUEUED, phase::STARTED) {
-        return; // cancelled or superseded while queued; already ended
-    }
-    job.resource.started(&job.upload);
-    if job.resource.priority == UploadPriority::Background {
-        engine
-            .background_spent
-            .fetch_add(job.data_bytes, Ordering::AcqRel);
-    }
-    Counters::drop_one(&engine.counters.queued);
-    Counters::bump(&engine.counters.active);
-    job.upload.stamp(|t| t.copy_started = Some(Instant::now()));
-    let source = std::mem::replace(&mut job.source, Source::Bytes(Bytes::new()));
-    if let Err(failure) = stage_and_submit(&engine, &job, source) {
-        let (status, staging) = *failure;
-        Counters::drop_one(&engine.counters.active);
-        give_back(&job.resource, staging);
-        engine.end_early(&job.resource, &job.upload, job.admitted, status);
-    }
+fn panicked(what: &str) -> UploadError {
+    UploadError::Device(format!("the upload engine panicked {what}"))
 }
 
-/// A staging buffer that did not reach the GPU, going back where it came from.
-fn give_back(resource: &ResourceShared, staging: Option<Staging>) {
-    match staging {
-        Some(Staging::Ring(slot)) => resource.ring_return(slot),
-        Some(Staging::Once(buffer)) => drop(buffer),
-        Some(Staging::None) | None => {}
-    }
-}
-
-/// How an upload that never reached the GPU ends, and its staging buffer.
-/// Boxed: failures are rare and the pair is large.
-type Failure = Box<(UploadStatus, Option<Staging>)>;
-
-fn failed(e: UploadError) -> UploadStatus {
-    UploadStatus::Failed(e)
-}
-
-fn stage_and_submit(engine: &Arc<EngineShared>, job: &Job, source: Source) -> Result<(), Failure> {
-    let resource = &job.resource;
-    let bytes = job.target.staging_bytes();
-    let staging = match resource.policy {
-        StagingPolicy::Ring(_) => Staging::Ring(
-            resource
-                .ring_take()
-                .ok_or((UploadStatus::Cancelled, None))?,
-        ),
-        _ => Staging::Once(take_mapped(engine, bytes).map_err(|e| Box::new((failed(e), None)))?),
-    };
-    let buffer = match &staging {
-        Staging::Ring(b) | Staging::Once(b) => (***b).clone(),
-        Staging::None => unreachable!("workers always stage"),
-    };
-    let wrote = match (source, &job.target) {
-        (Source::Bytes(data), target) => write_bytes(&buffer, target, &data),
-        (Source::Fill(fill), Target::Texture(layout)) => run_fill(&buffer, layout, fill),
-        (Source::Fill(_), Target::Buffer { .. }) => {
-            Err(UploadError::Device("fill in place is for textures".into()))
-        }
-    };
-    if let Err(e) = wrote {
-        return Err(Box::new((failed(e), Some(staging))));
-    }
-    finish_and_submit(engine, job, buffer, staging)
-}
-
-/// Runs the caller's fill closure on the mapped staging memory. A panic in
-/// it fails this upload and leaves the worker running.
-pub(crate) fn run_fill(
-    buffer: &wgpu::Buffer,
-    layout: &CopyLayout,
-    fill: Fill,
+/// Writes an upload's data into its staging: a fill closure on this
+/// thread; bytes in parallel chunks.
+fn fill<T: TransferBackend>(
+    core: &Core<T>,
+    staging: &mut T::Staging,
+    plan: &CopyPlan,
+    source: Source,
 ) -> Result<(), UploadError> {
-    let mut view = buffer
-        .slice(..layout.staging_bytes())
-        .get_mapped_range_mut()
-        .map_err(|e| UploadError::Device(e.to_string()))?;
-    let target = view.slice(..);
-    catch_unwind(AssertUnwindSafe(|| fill(target, layout)))
-        .map_err(|_| UploadError::Device("the fill closure panicked".into()))
-}
-
-fn finish_and_submit(
-    engine: &Arc<EngineShared>,
-    job: &Job,
-    buffer: wgpu::Buffer,
-    staging: Staging,
-) -> Result<(), Failure> {
-    job.upload.stamp(|t| t.copy_ended = Some(Instant::now()));
-    if job.upload.cancel_requested.load(Ordering::Acquire) {
-        return Err(Box::new((UploadStatus::Cancelled, Some(staging))));
-    }
-    let advanced = job.upload.advance(phase::STARTED, phase::SUBMITTED);
-    debug_assert!(advanced, "only this worker moves a started upload");
-    buffer.unmap();
-    let submitted = submit_copy(engine, &job.resource, &buffer, &job.target);
-    job.upload.stamp(|t| t.submitted = Some(Instant::now()));
-    arm(engine, job, staging, submitted.err());
-    Ok(())
-}
-
-/// Writes `data` into mapped staging, re-pitching rows to the copy alignment.
-fn write_bytes(buffer: &wgpu::Buffer, target: &Target, data: &[u8]) -> Result<(), UploadError> {
-    let map_err = |e: wgpu::MapRangeError| UploadError::Device(e.to_string());
-    match target {
-        Target::Buffer { len, .. } => {
-            let mut view = buffer
-                .slice(..*len)
-                .get_mapped_range_mut()
-                .map_err(map_err)?;
-            view.copy_from_slice(data);
-        }
-        Target::Texture(l) => {
-            let mut view = buffer
-                .slice(..l.staging_bytes())
-                .get_mapped_range_mut()
-                .map_err(map_err)?;
-            if l.src_pitch == l.staging_pitch {
-                view.slice(..data.len()).copy_from_slice(data);
-                return Ok(());
-            }
-            let row = l.row_bytes as usize;
-            for layer in 0..l.layers {
-                for r in 0..l.rows {
-                    let (src, dst) = (
-                        l.src_offset(layer, r) as usize,
-                        l.staging_offset(layer, r) as usize,
-                    );
-                    view.slice(dst..dst + row)
-                        .copy_from_slice(&data[src..src + row]);
+    let len = plan.staging_bytes();
+    match source {
+        Source::Fill(fill) => {
+            let mut fill = Some(fill);
+            let mut outcome = Ok(());
+            core.backend.write(staging, len, &mut |view| {
+                if let Some(fill) = fill.take()
+                    && catch_unwind(AssertUnwindSafe(|| fill(view))).is_err()
+                {
+                    outcome = Err(UploadError::Device("the fill closure panicked".into()));
                 }
-            }
+            })?;
+            outcome
         }
-    }
-    Ok(())
-}
-
-fn submit_copy(
-    engine: &EngineShared,
-    resource: &ResourceShared,
-    staging: &wgpu::Buffer,
-    target: &Target,
-) -> Result<(), String> {
-    match (&resource.kind, target) {
-        (Kind::Texture { texture, .. }, Target::Texture(l)) => {
-            for strip in strips(l, resource.rows_per_submit) {
-                submit_one(engine, |encoder| {
-                    copy_strip(encoder, staging, texture, l, strip)
-                })?;
-            }
-            Ok(())
+        Source::Bytes(data) => {
+            let pool = core.fill.lock().clone();
+            let pool = pool.as_deref();
+            let chunks = chunks(plan, core.settings.chunk_bytes, pool);
+            let result = core.backend.write(staging, len, &mut |view| {
+                copy_chunks(pool, view, plan, &data, chunks)
+            });
+            // The data's owner lets go here, under the worker's guard.
+            drop(data);
+            result
         }
-        (Kind::Buffer { buffer }, Target::Buffer { offset, len }) => submit_one(engine, |e| {
-            e.copy_buffer_to_buffer(staging, 0, buffer, *offset, *len)
-        }),
-        _ => Err("target does not match the resource".into()),
     }
 }
 
-/// The row ranges (in rows of blocks) a texture copy is split into: one
-/// range unless the resource asked for strips and the copy is one layer.
-fn strips(l: &CopyLayout, rows_per_submit: Option<u32>) -> Vec<std::ops::Range<u64>> {
-    match rows_per_submit {
-        Some(n) if l.layers == 1 && u64::from(n) < l.rows => {
-            let n = u64::from(n.max(1));
-            (0..l.rows)
-                .step_by(n as usize)
-                .map(|start| start..(start + n).min(l.rows))
-                .collect()
-        }
-        _ => std::iter::once(0..l.rows).collect(),
-    }
+/// How many pieces to cut an upload into: one per `chunk_bytes`, at most
+/// one per fill thread, at most one per row of a texture.
+fn chunks(plan: &CopyPlan, chunk_bytes: u64, pool: Option<&rayon::ThreadPool>) -> usize {
+    let threads = pool.map_or(1, |p| p.current_num_threads() + 1);
+    let by_size = plan.staging_bytes().div_ceil(chunk_bytes.max(1));
+    let most = match plan {
+        CopyPlan::Texture(l) => l.layers * l.rows,
+        CopyPlan::Bytes { len, .. } => *len,
+    };
+    by_size.min(threads as u64).min(most).max(1) as usize
 }
 
-fn copy_strip(
-    encoder: &mut wgpu::CommandEncoder,
-    staging: &wgpu::Buffer,
-    texture: &wgpu::Texture,
-    l: &CopyLayout,
-    rows: std::ops::Range<u64>,
+/// A piece of staging and the rows (or bytes) of the plan it holds.
+struct Piece<'a> {
+    view: SendView<'a>,
+    /// Rows of blocks (a texture), or bytes (a buffer).
+    span: std::ops::Range<u64>,
+    /// Where the view starts in staging.
+    at: u64,
+}
+
+/// Copies `data` into `view` as `plan` lays it out, cut into `n` pieces
+/// filled at once: this thread fills the first, the fill pool the others.
+fn copy_chunks(
+    pool: Option<&rayon::ThreadPool>,
+    view: wgpu::WriteOnly<'_, [u8]>,
+    plan: &CopyPlan,
+    data: &[u8],
+    n: usize,
 ) {
-    let (_, bh) = texture.format().block_dimensions();
-    let region = l.region;
-    let top = rows.start as u32 * bh;
-    let height = (rows.end as u32 * bh).min(region.size.height) - top;
-    let src = wgpu::TexelCopyBufferInfo {
-        buffer: staging,
-        layout: wgpu::TexelCopyBufferLayout {
-            offset: l.staging_offset(0, rows.start),
-            bytes_per_row: Some(l.staging_pitch as u32),
-            rows_per_image: Some((rows.end - rows.start) as u32),
-        },
-    };
-    let origin = wgpu::Origin3d {
-        y: region.origin.y + top,
-        ..region.origin
-    };
-    let dst = wgpu::TexelCopyTextureInfo {
-        texture,
-        mip_level: region.mip_level,
-        origin,
-        aspect: wgpu::TextureAspect::All,
-    };
-    let size = wgpu::Extent3d {
-        height,
-        ..region.size
-    };
-    encoder.copy_buffer_to_texture(src, dst, size);
+    let pieces = split(view, plan, n);
+    match pool {
+        Some(pool) if pieces.len() > 1 => {
+            let mut pieces = pieces.into_iter();
+            let first = pieces.next().expect("at least one piece");
+            pool.in_place_scope(|scope| {
+                for piece in pieces {
+                    scope.spawn(move |_| copy_piece(piece, plan, data));
+                }
+                copy_piece(first, plan, data);
+            });
+        }
+        _ => {
+            for piece in pieces {
+                copy_piece(piece, plan, data);
+            }
+        }
+    }
 }
 
-fn submit_one(
-    engine: &EngineShared,
-    record: impl FnOnce(&mut wgpu::CommandEncoder),
-) -> Result<(), String> {
-    let device = engine.gpu.device();
-    let mut encoder = device
-        .create_command_encoder(&Default::default())
-        .map_err(|e| e.to_string())?;
-    record(&mut encoder);
-    let commands = encoder.finish().map_err(|e| e.to_string())?;
-    engine
-        .gpu
-        .queue()
-        .submit([commands])
-        .map(drop)
-        .map_err(|e| e.to_string())
+/// Where row `g` (counting rows over layers) of a texture plan, or byte
+/// `g` of a buffer plan, starts in staging.
+fn staging_at(plan: &CopyPlan, g: u64) -> u64 {
+    match plan {
+        CopyPlan::Texture(l) if g >= l.layers * l.rows => l.staging_bytes(),
+        CopyPlan::Texture(l) => l.staging_offset(g / l.rows, g % l.rows),
+        CopyPlan::Bytes { .. } => g,
+    }
 }
 
-/// Arms the callback that ends the upload once the GPU is done with it: for
-/// a ring slot, mapping it again (which waits for the copy); otherwise the
-/// queue's work-done callback.
-fn arm(engine: &Arc<EngineShared>, job: &Job, staging: Staging, error: Option<String>) {
-    let tx = engine.completions.0.clone();
-    let done_engine = Arc::clone(engine);
-    let (resource, upload, admitted, data_bytes) = (
-        Arc::clone(&job.resource),
-        Arc::clone(&job.upload),
-        job.admitted,
-        job.data_bytes,
-    );
-    engine.arm();
-    let send = move |staging: Staging, result: Result<(), String>| {
-        let result = match error {
-            Some(e) => Err(e),
-            None => result,
+/// Cuts the staging view into `n` pieces at row (or byte) boundaries.
+fn split<'a>(view: wgpu::WriteOnly<'a, [u8]>, plan: &CopyPlan, n: usize) -> Vec<Piece<'a>> {
+    let total = match plan {
+        CopyPlan::Texture(l) => l.layers * l.rows,
+        CopyPlan::Bytes { len, .. } => *len,
+    };
+    let n = (n as u64).clamp(1, total.max(1));
+    let mut pieces = Vec::with_capacity(n as usize);
+    let mut rest = view;
+    let mut at = 0;
+    for i in 0..n {
+        let span = total * i / n..total * (i + 1) / n;
+        let end = if i + 1 == n {
+            at + rest.len() as u64
+        } else {
+            staging_at(plan, span.end)
         };
-        let _ = tx.send(Completion {
-            resource,
-            upload,
-            admitted,
-            data_bytes,
-            staging,
-            result,
+        let (piece, tail) = rest.split_at((end - at) as usize);
+        pieces.push(Piece {
+            view: SendView(piece),
+            span,
+            at,
         });
-        done_engine.outstanding.fetch_sub(1, Ordering::AcqRel);
-    };
-    match staging {
-        Staging::Ring(slot) => {
-            let buffer: wgpu::Buffer = (**slot).clone();
-            buffer
-                .slice(..)
-                .map_async(wgpu::MapMode::Write, move |r| match r {
-                    Ok(()) => send(Staging::Ring(slot), Ok(())),
-                    // A slot that cannot be mapped cannot be used again.
-                    Err(e) => send(Staging::Once(slot), Err(e.to_string())),
-                });
+        rest = tail;
+        at = end;
+    }
+    pieces
+}
+
+/// A write-only view of staging bytes that another thread may fill.
+struct SendView<'a>(wgpu::WriteOnly<'a, [u8]>);
+
+// SAFETY: a `WriteOnly<'a, [u8]>` is an exclusive borrow of bytes, as
+// `&'a mut [u8]` is, and that is `Send`. wgpu-types implements `Send` for
+// `WriteOnly<T>` with `T: Send` only for sized `T`, which leaves slices out;
+// nothing in a slice view ties it to its thread. Pieces are disjoint
+// (`split_at`), and the scope that fills them ends before the borrow does.
+#[allow(unsafe_code)]
+unsafe impl Send for SendView<'_> {}
+
+/// Writes one piece: rows re-pitched to the staging pitch, or plain bytes.
+fn copy_piece(piece: Piece<'_>, plan: &CopyPlan, data: &[u8]) {
+    let Piece { view, span, at } = piece;
+    let mut view = view.0;
+    match plan {
+        CopyPlan::Bytes { .. } => {
+            let (a, b) = (span.start as usize, span.end as usize);
+            view.slice(..b - a).copy_from_slice(&data[a..b]);
         }
-        other => engine
-            .gpu
-            .queue()
-            .on_submitted_work_done(move || send(other, Ok(()))),
-    }
-}
-
-/// A per-upload staging buffer from the pool, mapped for writing.
-fn take_mapped(
-    engine: &Arc<EngineShared>,
-    bytes: u64,
-) -> Result<Pooled<BufferBackend>, UploadError> {
-    let buffer = engine.staging.take(STAGING_USAGE, bytes)?;
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    let done = Arc::clone(engine);
-    engine.arm();
-    buffer.slice(..).map_async(wgpu::MapMode::Write, move |r| {
-        let _ = tx.send(r.map_err(|e| e.to_string()));
-        done.outstanding.fetch_sub(1, Ordering::AcqRel);
-    });
-    match rx.recv() {
-        Ok(Ok(())) => Ok(buffer),
-        Ok(Err(e)) => Err(UploadError::Device(e)),
-        Err(_) => Err(UploadError::Device("the map callback was dropped".into())),
-    }
-}
-
-/// An upload on the caller's thread through the queue's own write.
-pub(crate) fn run_synchronous(job: Job) {
-    let engine = Arc::clone(&job.resource.engine);
-    if !job.upload.advance(phase::QUEUED, phase::STARTED) {
-        return;
-    }
-    job.resource.started(&job.upload);
-    Counters::drop_one(&engine.counters.queued);
-    Counters::bump(&engine.counters.active);
-    job.upload.stamp(|t| t.copy_started = Some(Instant::now()));
-    let data = match &job.source {
-        Source::Bytes(b) => b.clone(),
-        Source::Fill(_) => Bytes::new(),
-    };
-    let queue = engine.gpu.queue();
-    let wrote = scoped_call(engine.gpu.device(), || {
-        match (&job.resource.kind, &job.target) {
-            (Kind::Texture { texture, .. }, Target::Texture(l)) => {
-                let dst = wgpu::TexelCopyTextureInfo {
-                    texture,
-                    mip_level: l.region.mip_level,
-                    origin: l.region.origin,
-                    aspect: wgpu::TextureAspect::All,
-                };
-                // wgpu takes a 32-bit pitch: a longer one (a row from a
-                // larger image) is packed row by row first, never narrowed.
-                let (data, pitch) = match u32::try_from(l.src_pitch) {
-                    Ok(pitch) => (data.clone(), pitch),
-                    Err(_) => (Bytes::from(pack_rows(&data, l)), l.row_bytes as u32),
-                };
-                let layout = wgpu::TexelCopyBufferLayout {
-                    offset: 0,
-                    bytes_per_row: Some(pitch),
-                    rows_per_image: Some(l.rows as u32),
-                };
-                queue.write_texture(dst, &data, layout, l.region.size);
+        CopyPlan::Texture(l) => {
+            let row = l.row_bytes as usize;
+            if l.layers == 1 && l.src_pitch == l.staging_pitch {
+                // Same layout: one copy (the last row may be unpadded).
+                let a = l.src_offset(0, span.start) as usize;
+                let b = (l.src_offset(0, span.end) as usize).min(data.len());
+                view.slice(..b - a).copy_from_slice(&data[a..b]);
+                return;
             }
-            (Kind::Buffer { buffer }, Target::Buffer { offset, .. }) => {
-                queue.write_buffer(buffer, *offset, &data)
+            for g in span {
+                let (layer, r) = (g / l.rows, g % l.rows);
+                let src = l.src_offset(layer, r) as usize;
+                let dst = (l.staging_offset(layer, r) - at) as usize;
+                view.slice(dst..dst + row)
+                    .copy_from_slice(&data[src..src + row]);
             }
-            _ => {}
-        }
-    });
-    job.upload.stamp(|t| t.copy_ended = Some(Instant::now()));
-    job.upload.advance(phase::STARTED, phase::SUBMITTED);
-    let submitted = wrote.and_then(|()| queue.submit([]).map(drop).map_err(|e| e.to_string()));
-    job.upload.stamp(|t| t.submitted = Some(Instant::now()));
-    arm(&engine, &job, Staging::None, submitted.err());
-}
-
-/// The rows of a copy, tightly packed: for a source whose pitch wgpu cannot
-/// take.
-fn pack_rows(data: &[u8], l: &CopyLayout) -> Vec<u8> {
-    let row = l.row_bytes as usize;
-    let mut packed = Vec::with_capacity(l.data_bytes() as usize);
-    for layer in 0..l.layers {
-        for r in 0..l.rows {
-            let at = l.src_offset(layer, r) as usize;
-            packed.extend_from_slice(&data[at..at + row]);
         }
     }
-    packed
+}
+
+/// The fill pool's threads, named after the engine's.
+pub(crate) fn fill_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, UploadError> {
+    if threads <= 1 {
+        return Ok(None);
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads - 1)
+        .thread_name(|i| format!("stagehand-fill-{i}"))
+        .build()
+        .map(Some)
+        .map_err(|e| UploadError::InvalidConfig(format!("could not start the fill threads: {e}")))
 }

@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 pub fn engine_config(workers: usize) -> EngineConfig {
     EngineConfig {
         workers: workers.max(1),
-        priority: stagehand_gpu::upload::Priority::Low,
+        priority: stagehand_gpu::upload::ThreadPriority::Low,
         ..EngineConfig::default()
     }
 }
@@ -672,7 +672,7 @@ fn decode_loop(
     // Decoding ahead must not starve the uploads of frames already
     // decoded: decoders run at the transfer workers' priority, below the
     // render thread (a refusal by the OS leaves them where they are).
-    let _ = stagehand_gpu::upload::set_priority(stagehand_gpu::upload::Priority::Low);
+    let _ = stagehand_gpu::upload::set_priority(stagehand_gpu::upload::ThreadPriority::Low);
     while let Some(pos) = cache.claim() {
         let start = Instant::now();
         let frame = match sequence.entries[pos].path.as_deref() {

@@ -20,10 +20,12 @@
 mod counts;
 mod handles;
 pub mod memory;
+mod transfer;
 
 pub use counts::CudaCounts;
 pub use handles::{Event, Stream};
 pub use memory::{DeviceBlock, DeviceBuffer, DeviceMemory, DevicePool, PinnedBlock, PinnedMemory};
+pub use transfer::{CudaInFlight, CudaTransfer};
 
 use counts::Counts;
 use cudarc::driver::{CudaContext, DriverError, sys};

@@ -8,6 +8,7 @@ pub mod pool;
 mod queue;
 pub mod report;
 pub mod texture_size;
+pub mod transfer;
 pub mod validate;
 
 pub use context::{Gpu, GpuOptions, parse_backends};
@@ -18,6 +19,7 @@ pub use pool::{
     BufferBackend, BufferPool, TextureBackend, TextureKey, TexturePool, buffer_pool, texture_pool,
 };
 pub use queue::Queue;
+pub use transfer::{WgpuInFlight, WgpuTarget, WgpuTransfer};
 
 impl Gpu {
     /// The full diagnostics report of this GPU.
