@@ -28,7 +28,7 @@ impl<T: TransferBackend> Engine<T> {
     /// Starts an engine over `backend`.
     pub fn with_backend(backend: T, config: EngineConfig) -> Result<Self, UploadError> {
         config.validate()?;
-        let fill = worker::fill_pool(config.fill_threads)?;
+        let fill = worker::fill_pool(config.fill_threads, config.priority)?;
         let (landings, landed) = crossbeam_channel::unbounded();
         let settings = Settings {
             max_in_flight_bytes: config.max_in_flight_bytes,

@@ -44,6 +44,9 @@ mod streamed;
 mod transfer;
 mod worker;
 
+#[cfg(test)]
+mod tests;
+
 pub use admission::IfFull;
 pub use admit::Admit;
 pub use engine::{Engine, MAX_STAGING_BUFFERS, set_priority};

@@ -212,6 +212,9 @@ pub(crate) struct Resource<T: TransferBackend> {
     pub books: Arc<Books>,
     /// The order its uploads are submitted in.
     pub turns: Turns,
+    /// A worker is filling one of its uploads; changed under the
+    /// schedule's lock.
+    pub busy: AtomicBool,
 }
 
 impl<T: TransferBackend> Resource<T> {
@@ -233,6 +236,7 @@ impl<T: TransferBackend> Resource<T> {
             ring_freed: Condvar::new(),
             books: Arc::default(),
             turns: Turns::default(),
+            busy: AtomicBool::new(false),
         }
     }
 

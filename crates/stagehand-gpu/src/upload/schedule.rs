@@ -5,13 +5,17 @@
 //! - Each upload waits in the lane of its resource's priority. A worker
 //!   takes the oldest upload of the highest lane that has one; background
 //!   uploads only while the frame's byte budget is open.
-//! - A resource has one priority, so its uploads leave their lane in the
-//!   order they were made. Taking one gives it the next number of its
-//!   resource's sequence. Uploads are filled by several workers at once and
-//!   in any order, but each resource's are submitted strictly in sequence
-//!   (its turns), so they land in the order they were made: the last
-//!   upload to a region wins. Different resources never wait for each
-//!   other: a slow fill holds back only its own resource.
+//! - A resource has one priority, so its uploads wait in one lane in the
+//!   order they were made. One of them at a time is being filled: while a
+//!   resource is busy its queued uploads keep their place (so a newer one
+//!   can still supersede them) and workers take other resources' uploads.
+//!   So each resource's uploads start, are submitted and land in the order
+//!   they were made: the last upload to a region wins. (Each also takes a
+//!   number in its resource's sequence and is submitted in that turn, which
+//!   keeps the order should a resource ever be filled by two workers.) A
+//!   large upload is still filled by several threads, in chunks. Different
+//!   resources never wait for each other: a slow fill holds back only its
+//!   own resource.
 //! - Until it is taken, an upload can be removed: superseded by a newer one
 //!   to the same region, cancelled, or released with its resource. Removed
 //!   uploads leave the lane at once, so nothing waiting holds a released
@@ -67,29 +71,35 @@ impl<J> Schedule<J> {
         self.budget.is_none_or(|budget| self.spent < budget)
     }
 
-    /// The next upload to start, if any may. `claim` takes a job for the
-    /// worker (false: it ended while queued, and is dropped); `bytes` tells
-    /// a job's size (charged to the budget when a background one starts).
-    pub fn next(&mut self, bytes: impl Fn(&J) -> u64, claim: impl Fn(&J) -> bool) -> Next<J> {
-        let (lane, job) = loop {
-            let lanes = if self.background_open() { 3 } else { 2 };
-            let Some(lane) = (0..lanes).find(|&l| !self.lanes[l].is_empty()) else {
-                let empty = self.lanes.iter().all(VecDeque::is_empty);
-                return if self.closed && empty {
-                    Next::Exit
-                } else {
-                    Next::Wait
-                };
-            };
-            let job = self.lanes[lane].pop_front().expect("the lane has a job");
-            if claim(&job) {
-                break (lane, job);
+    /// The next upload to start, if any may: the oldest `ready` one of the
+    /// highest lane allowed. `claim` takes a job for the worker (false: it
+    /// ended while queued, and is dropped); `bytes` tells a job's size
+    /// (charged to the budget when a background one starts). Jobs not
+    /// ready (their resource is busy) keep their place.
+    pub fn next(
+        &mut self,
+        bytes: impl Fn(&J) -> u64,
+        ready: impl Fn(&J) -> bool,
+        claim: impl Fn(&J) -> bool,
+    ) -> Next<J> {
+        let lanes = if self.background_open() { 3 } else { 2 };
+        for lane in 0..lanes {
+            while let Some(at) = self.lanes[lane].iter().position(&ready) {
+                let job = self.lanes[lane].remove(at).expect("the job is there");
+                if !claim(&job) {
+                    continue;
+                }
+                if lane == UploadPriority::Background as usize {
+                    self.spent = self.spent.saturating_add(bytes(&job));
+                }
+                return Next::Start(job);
             }
-        };
-        if lane == UploadPriority::Background as usize {
-            self.spent = self.spent.saturating_add(bytes(&job));
         }
-        Next::Start(job)
+        if self.closed && self.lanes.iter().all(VecDeque::is_empty) {
+            Next::Exit
+        } else {
+            Next::Wait
+        }
     }
 
     /// Ends a frame: background uploads may start another budget's worth.
@@ -199,7 +209,7 @@ mod tests {
                             .filter(|(_, j)| open || j.lane != UploadPriority::Background)
                             .min_by_key(|(i, j)| (j.lane as usize, *i))
                             .map(|(i, _)| i);
-                        match (schedule.next(|j| j.bytes, |_| true), expected) {
+                        match (schedule.next(|j| j.bytes, |_| true, |_| true), expected) {
                             (Next::Start(job), Some(i)) => {
                                 let want = reference.remove(i);
                                 prop_assert_eq!(job, want);
@@ -245,8 +255,23 @@ mod tests {
             let late = J { id: 0, resource: 0, lane: UploadPriority::Normal, bytes: 1 };
             let refused = schedule.push(UploadPriority::Normal, late).is_err();
             prop_assert!(refused);
-            prop_assert_eq!(schedule.next(|j| j.bytes, |_| true), Next::Exit);
+            prop_assert_eq!(schedule.next(|j| j.bytes, |_| true, |_| true), Next::Exit);
         }
+    }
+
+    #[test]
+    fn a_busy_resources_uploads_keep_their_place_and_others_go_by() {
+        // Jobs are (resource, id); resource 1 is busy.
+        let mut s = Schedule::new(None);
+        for job in [(1, 0), (1, 1), (2, 2)] {
+            s.push(UploadPriority::Normal, job).unwrap();
+        }
+        let ready = |j: &(u8, u8)| j.0 != 1;
+        assert_eq!(s.next(|_| 0, ready, |_| true), Next::Start((2, 2)));
+        assert_eq!(s.next(|_| 0, ready, |_| true), Next::Wait);
+        // Free again: its uploads start in the order they were made.
+        assert_eq!(s.next(|_| 0, |_| true, |_| true), Next::Start((1, 0)));
+        assert_eq!(s.next(|_| 0, |_| true, |_| true), Next::Start((1, 1)));
     }
 
     #[test]
@@ -254,15 +279,15 @@ mod tests {
         let mut s = Schedule::new(Some(10));
         s.push(UploadPriority::Background, 8u64).unwrap();
         s.push(UploadPriority::Background, 8u64).unwrap();
-        assert_eq!(s.next(|b| *b, |_| true), Next::Start(8));
+        assert_eq!(s.next(|b| *b, |_| true, |_| true), Next::Start(8));
         // 8 < 10: one more may start, taking it past the budget.
-        assert_eq!(s.next(|b| *b, |_| true), Next::Start(8));
+        assert_eq!(s.next(|b| *b, |_| true, |_| true), Next::Start(8));
         s.push(UploadPriority::Background, 8u64).unwrap();
-        assert_eq!(s.next(|b| *b, |_| true), Next::Wait);
+        assert_eq!(s.next(|b| *b, |_| true, |_| true), Next::Wait);
         s.push(UploadPriority::Normal, 1u64).unwrap();
-        assert_eq!(s.next(|b| *b, |_| true), Next::Start(1));
+        assert_eq!(s.next(|b| *b, |_| true, |_| true), Next::Start(1));
         s.end_frame();
         // 16 - 10 = 6 carried over: still open.
-        assert_eq!(s.next(|b| *b, |_| true), Next::Start(8));
+        assert_eq!(s.next(|b| *b, |_| true, |_| true), Next::Start(8));
     }
 }

@@ -33,10 +33,12 @@ fn next<T: TransferBackend>(core: &Core<T>) -> Option<(Job<T>, u64)> {
     loop {
         let next = schedule.next(
             |job| job.plan.data_bytes(),
+            |job| !job.resource.busy.load(Ordering::Acquire),
             |job| job.upload.advance(phase::QUEUED, phase::STARTED),
         );
         match next {
             Next::Start(job) => {
+                job.resource.busy.store(true, Ordering::Release);
                 // Numbered under the schedule's lock: in the order its
                 // resource's uploads leave their lane.
                 let seq = job.resource.turns.take_number();
@@ -106,6 +108,12 @@ fn process<T: TransferBackend>(
             }
         }
     };
+    // The resource's next upload may start (on any worker).
+    {
+        let _schedule = core.schedule.lock();
+        job.resource.busy.store(false, Ordering::Release);
+    }
+    core.work.notify_all();
     match outcome {
         Outcome::Submitted(in_flight) => {
             job.upload.stamp(|t| t.submitted = Some(Instant::now()));
@@ -301,14 +309,22 @@ fn copy_piece(piece: Piece<'_>, plan: &CopyPlan, data: &[u8]) {
     }
 }
 
-/// The fill pool's threads, named after the engine's.
-pub(crate) fn fill_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, UploadError> {
+/// The fill pool's threads, named after the engine's, at the workers'
+/// priority.
+pub(crate) fn fill_pool(
+    threads: usize,
+    priority: super::ThreadPriority,
+) -> Result<Option<rayon::ThreadPool>, UploadError> {
     if threads <= 1 {
         return Ok(None);
     }
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads - 1)
         .thread_name(|i| format!("stagehand-fill-{i}"))
+        .start_handler(move |_| {
+            // Refused or not, the workers' report already says.
+            let _ = super::set_priority(priority);
+        })
         .build()
         .map(Some)
         .map_err(|e| UploadError::InvalidConfig(format!("could not start the fill threads: {e}")))
