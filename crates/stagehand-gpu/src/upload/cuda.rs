@@ -36,11 +36,7 @@ impl Engine<CudaTransfer> {
         dst: Arc<DeviceBuffer>,
         policy: StagingPolicy,
     ) -> Result<CudaStreamedBuffer, UploadError> {
-        let options = StreamOptions {
-            policy,
-            ..StreamOptions::default()
-        };
-        self.create_buffer_with(dst, options)
+        self.create_buffer_with(dst, policy.into())
     }
 
     /// Streams uploads into `dst`, with more options. `rows_per_submit` is

@@ -203,6 +203,16 @@ impl EngineConfig {
     }
 }
 
+impl From<StagingPolicy> for StreamOptions {
+    /// `policy`, and the defaults for the rest.
+    fn from(policy: StagingPolicy) -> Self {
+        Self {
+            policy,
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for StreamOptions {
     fn default() -> Self {
         Self {

@@ -36,11 +36,7 @@ impl Engine<WgpuTransfer> {
         desc: &wgpu::TextureDescriptor<'_>,
         policy: StagingPolicy,
     ) -> Result<StreamedTexture, UploadError> {
-        let options = StreamOptions {
-            policy,
-            ..StreamOptions::default()
-        };
-        self.create_texture_with(desc, options)
+        self.create_texture_with(desc, policy.into())
     }
 
     /// Creates a streamed texture with more options.
@@ -82,11 +78,7 @@ impl Engine<WgpuTransfer> {
         desc: &wgpu::BufferDescriptor<'_>,
         policy: StagingPolicy,
     ) -> Result<StreamedBuffer, UploadError> {
-        let options = StreamOptions {
-            policy,
-            ..StreamOptions::default()
-        };
-        self.create_buffer_with(desc, options)
+        self.create_buffer_with(desc, policy.into())
     }
 
     /// Creates a streamed buffer with more options. `rows_per_submit` is for
