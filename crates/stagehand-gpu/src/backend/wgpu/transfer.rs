@@ -98,18 +98,15 @@ impl WgpuTransfer {
         }
     }
 
-    /// Maps `buffer` for writing unless it already is, and waits for it.
-    /// (Staging comes back from a copy mapped; one from the pool may not
-    /// be, and wgpu has no call that tells: asking for its range does.)
-    fn ensure_mapped(&self, buffer: &wgpu::Buffer) -> Result<(), UploadError> {
-        if buffer.slice(..).get_mapped_range_mut().is_ok() {
-            return Ok(());
-        }
+    /// Maps `buffer` for writing and waits for it.
+    fn map(&self, buffer: &wgpu::Buffer) -> Result<(), UploadError> {
         let signal = Arc::new(Signal::default());
         let fired = Arc::clone(&signal);
-        buffer.slice(..).map_async(wgpu::MapMode::Write, move |r| {
-            fired.fire(r.err().map(|e| e.to_string()))
-        });
+        buffer
+            .slice(..)
+            .map_async(wgpu::MapMode::Write, move |r| {
+                fired.fire(r.err().map(|e| e.to_string()))
+            });
         self.poll_until(&signal)
     }
 
@@ -170,9 +167,8 @@ impl TransferBackend for WgpuTransfer {
     }
 
     fn stage(&self, bytes: u64) -> Result<Self::Staging, UploadError> {
-        let buffer = self.staging.take(STAGING_USAGE, bytes)?;
-        self.ensure_mapped(&buffer)?;
-        Ok(buffer)
+        // Mapped when first written: one back from a copy already is.
+        Ok(self.staging.take(STAGING_USAGE, bytes)?)
     }
 
     fn write(
@@ -181,12 +177,19 @@ impl TransferBackend for WgpuTransfer {
         len: u64,
         write: &mut dyn FnMut(wgpu::WriteOnly<'_, [u8]>),
     ) -> Result<(), UploadError> {
-        // A slot whose last submission failed half-way is not mapped.
-        self.ensure_mapped(staging)?;
-        let mut view = staging
-            .slice(..len)
-            .get_mapped_range_mut()
-            .map_err(|e| UploadError::Device(e.to_string()))?;
+        // Staging comes back from its copy mapped again; a buffer new from
+        // the pool is not (wgpu has no call that tells: asking for the
+        // range does).
+        let mut view = match staging.slice(..len).get_mapped_range_mut() {
+            Ok(view) => view,
+            Err(_) => {
+                self.map(staging)?;
+                staging
+                    .slice(..len)
+                    .get_mapped_range_mut()
+                    .map_err(|e| UploadError::Device(e.to_string()))?
+            }
+        };
         write(view.slice(..));
         Ok(())
     }
