@@ -102,11 +102,9 @@ impl WgpuTransfer {
     fn map(&self, buffer: &wgpu::Buffer) -> Result<(), UploadError> {
         let signal = Arc::new(Signal::default());
         let fired = Arc::clone(&signal);
-        buffer
-            .slice(..)
-            .map_async(wgpu::MapMode::Write, move |r| {
-                fired.fire(r.err().map(|e| e.to_string()))
-            });
+        buffer.slice(..).map_async(wgpu::MapMode::Write, move |r| {
+            fired.fire(r.err().map(|e| e.to_string()))
+        });
         self.poll_until(&signal)
     }
 
