@@ -250,6 +250,14 @@ fn two_tasks_awaiting_clones_of_one_upload_are_both_woken() {
     assert!(poll_once(&mut b, &waker_b).is_pending());
     drop(open);
     up.wait_timeout(WAIT).expect("it lands");
+    // Waiters on the handle are released as the outcome is set; the wakers
+    // run just after, on the thread that resolved it.
+    let deadline = std::time::Instant::now() + WAIT;
+    while wa.wakes.load(Ordering::SeqCst) + wb.wakes.load(Ordering::SeqCst) < 2
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     assert_eq!(
         wa.wakes.load(Ordering::SeqCst),
         1,

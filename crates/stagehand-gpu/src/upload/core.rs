@@ -217,8 +217,8 @@ impl<T: TransferBackend> Core<T> {
         }
     }
 
-    /// Wakes everything that waits and may now have to give up: admission
-    /// waiters, resource waiters are woken by their resource.
+    /// Wakes the uploads waiting for engine-wide room, so they see a
+    /// release or shutdown and give up.
     pub fn wake_waiters(&self) {
         self.admitted.notify_all();
     }
@@ -255,7 +255,8 @@ impl<T: TransferBackend> Core<T> {
     }
 
     /// Ends an upload that had not started (its phase already moved from
-    /// queued to ended by the caller): it leaves its lane and the books.
+    /// queued to ended by the caller: a cancel, a supersede): it leaves its
+    /// lane and the books.
     pub fn finish_unstarted(
         &self,
         resource: Arc<Resource<T>>,
@@ -270,6 +271,18 @@ impl<T: TransferBackend> Core<T> {
         drop(removed);
         Counters::drop_one(&self.counters.queued);
         self.finish(resource, upload, status, counted);
+    }
+
+    /// Cancels a job already taken out of its lane (by release, shutdown,
+    /// or a push the closed schedule refused), unless it had ended.
+    pub fn cancel_removed(&self, job: Job<T>) {
+        if job.upload.advance(phase::QUEUED, phase::ENDED) {
+            let Job {
+                resource, upload, ..
+            } = job;
+            Counters::drop_one(&self.counters.queued);
+            self.finish(resource, &upload, UploadStatus::Cancelled, Counted::Yes);
+        }
     }
 
     /// The handle of a new upload; its cancel ends it if still queued.
@@ -360,13 +373,7 @@ impl<T: TransferBackend> Core<T> {
         let queued = self.schedule.lock().close();
         self.work.notify_all();
         for job in queued {
-            if job.upload.advance(phase::QUEUED, phase::ENDED) {
-                let Job {
-                    resource, upload, ..
-                } = job;
-                Counters::drop_one(&self.counters.queued);
-                self.finish(resource, &upload, UploadStatus::Cancelled, Counted::Yes);
-            }
+            self.cancel_removed(job);
         }
         self.admitted.notify_all();
         self.landings.lock().take();

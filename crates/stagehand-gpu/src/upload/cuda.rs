@@ -21,7 +21,8 @@ pub type CudaStreamedBuffer = StreamedBuffer<CudaTransfer>;
 
 impl Engine<CudaTransfer> {
     /// Starts an engine on `cuda`: its transfer stream, its pinned staging
-    /// pool and its threads.
+    /// pool and its threads. The config is checked before any of them is
+    /// made.
     ///
     /// Errors: [`UploadError::InvalidConfig`], [`UploadError::Device`].
     pub fn new(cuda: &Cuda, config: EngineConfig) -> Result<Self, UploadError> {

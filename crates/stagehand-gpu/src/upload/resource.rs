@@ -405,12 +405,7 @@ impl<T: TransferBackend> Streamed<T> {
             }
             Err(job) => {
                 // Shut down between the check and the push: end it here.
-                if job.upload.advance(phase::QUEUED, phase::ENDED) {
-                    let Job {
-                        resource, upload, ..
-                    } = job;
-                    core.finish_unstarted(resource, &upload, UploadStatus::Cancelled, Counted::Yes);
-                }
+                core.cancel_removed(job);
                 return Err(UploadError::ShutDown);
             }
         }
@@ -434,12 +429,7 @@ impl<T: TransferBackend> Streamed<T> {
             .lock()
             .remove(|j| Arc::ptr_eq(&j.resource, resource));
         for job in queued {
-            if job.upload.advance(phase::QUEUED, phase::ENDED) {
-                let Job {
-                    resource, upload, ..
-                } = job;
-                core.finish_unstarted(resource, &upload, UploadStatus::Cancelled, Counted::Yes);
-            }
+            core.cancel_removed(job);
         }
         // Released on the completion thread (in a callback), the uploads
         // still in flight end on this very thread: it must not wait for

@@ -181,15 +181,12 @@ fn fill<T: TransferBackend>(
 }
 
 /// How many pieces to cut an upload into: one per `chunk_bytes`, at most
-/// one per fill thread, at most one per row of a texture.
+/// one per fill thread.
 fn chunks(plan: &CopyPlan, chunk_bytes: u64, pool: Option<&rayon::ThreadPool>) -> usize {
     let threads = pool.map_or(1, |p| p.current_num_threads() + 1);
     let by_size = plan.staging_bytes().div_ceil(chunk_bytes.max(1));
-    let most = match plan {
-        CopyPlan::Texture(l) => l.layers * l.rows,
-        CopyPlan::Bytes { len, .. } => *len,
-    };
-    by_size.min(threads as u64).min(most).max(1) as usize
+    // `split` keeps pieces to at least one row (or byte) each.
+    by_size.min(threads as u64).max(1) as usize
 }
 
 /// A piece of staging and the rows (or bytes) of the plan it holds.
