@@ -102,6 +102,7 @@ struct Case {
 
 fn run(policy: StagingPolicy, case: &Case, uploads: usize, seed: u64) -> usize {
     run_with(
+        EngineConfig::default(),
         StreamOptions {
             priority: Default::default(),
             policy,
@@ -113,9 +114,15 @@ fn run(policy: StagingPolicy, case: &Case, uploads: usize, seed: u64) -> usize {
     )
 }
 
-fn run_with(options: StreamOptions, case: &Case, uploads: usize, seed: u64) -> usize {
+fn run_with(
+    config: EngineConfig,
+    options: StreamOptions,
+    case: &Case,
+    uploads: usize,
+    seed: u64,
+) -> usize {
     let gpu = Arc::new(common::gpu());
-    let engine = UploadEngine::new(gpu.clone(), EngineConfig::default()).unwrap();
+    let engine = UploadEngine::new(gpu.clone(), config).unwrap();
     let (w, h, layers) = case.size;
     let desc = wgpu::TextureDescriptor {
         label: Some("target"),
@@ -364,7 +371,32 @@ fn strip_submissions_land_byte_for_byte() {
             rows_per_submit: Some(5),
         };
         assert_eq!(
-            run_with(options, case, 150, 300 + i as u64),
+            run_with(EngineConfig::default(), options, case, 150, 300 + i as u64),
+            0,
+            "{:?}",
+            case.format
+        );
+    }
+}
+
+#[test]
+fn parallel_fill_lands_byte_for_byte() {
+    // Pieces of one row-aligned 4 KiB or more, filled by three threads at
+    // once: every case is cut into several.
+    let config = EngineConfig {
+        fill_threads: 3,
+        chunk_bytes: 4096,
+        ..EngineConfig::default()
+    };
+    for (i, case) in cases().iter().enumerate() {
+        assert_eq!(
+            run_with(
+                config.clone(),
+                StagingPolicy::Ring(2).into(),
+                case,
+                150,
+                400 + i as u64
+            ),
             0,
             "{:?}",
             case.format

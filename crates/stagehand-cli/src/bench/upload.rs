@@ -61,7 +61,7 @@ impl Run {
         let p99_call = p99(&mut self.calls);
         let gbps = (self.landed * FRAME) as f64 / self.seconds / 1e9;
         output::println(&format!(
-            "{name:>24}  {p50:>8.3}  {p99_blocked:>8.3}  {max:>8.3}  {p99_call:>9.3}  {:>6}  {gbps:>6.2}",
+            "{name:>25}  {p50:>8.3}  {p99_blocked:>8.3}  {max:>8.3}  {p99_call:>9.3}  {:>6}  {gbps:>6.2}",
             self.landed
         ))
     }
@@ -325,11 +325,13 @@ fn stagehand(
     fps: Option<f64>,
     fill: bool,
     strips: Option<u32>,
+    fill_threads: usize,
 ) -> Result<Run, UploadError> {
     // Workers below the render thread: on a machine with few cores the
     // render thread gets the CPU first.
     let config = EngineConfig {
         priority: ThreadPriority::Low,
+        fill_threads,
         ..EngineConfig::default()
     };
     let engine = UploadEngine::new(Arc::clone(gpu), config)?;
@@ -420,19 +422,22 @@ pub fn run(gpu: Arc<Gpu>, frames_per_run: usize) -> Result<(), Failure> {
     for fps in [None, Some(60.0)] {
         output::println(&fps.map_or("unlimited rate".to_owned(), |f| format!("{f} fps")))?;
         output::println(&format!(
-            "{:>24}  {:>8}  {:>8}  {:>8}  {:>9}  {:>6}  {:>6}",
+            "{:>25}  {:>8}  {:>8}  {:>8}  {:>9}  {:>6}  {:>6}",
             "variant", "p50", "p99", "max", "call p99", "landed", "GB/s"
         ))?;
         write_texture(&gpu, &frames, frames_per_run, fps).row("queue.write_texture")?;
         staging_belt(&gpu, &frames, frames_per_run, fps).row("StagingBelt")?;
         naive_thread(&gpu, &frames, frames_per_run, fps).row("naive thread")?;
-        stagehand(&gpu, &frames, frames_per_run, fps, false, None)
+        stagehand(&gpu, &frames, frames_per_run, fps, false, None, 1)
             .map_err(upload_error)?
             .row("stagehand, whole frame")?;
-        stagehand(&gpu, &frames, frames_per_run, fps, false, Some(STRIP))
+        stagehand(&gpu, &frames, frames_per_run, fps, false, None, 2)
+            .map_err(upload_error)?
+            .row("stagehand, 2 fill threads")?;
+        stagehand(&gpu, &frames, frames_per_run, fps, false, Some(STRIP), 1)
             .map_err(upload_error)?
             .row("stagehand, strips")?;
-        stagehand(&gpu, &frames, frames_per_run, fps, true, Some(STRIP))
+        stagehand(&gpu, &frames, frames_per_run, fps, true, Some(STRIP), 1)
             .map_err(upload_error)?
             .row("stagehand, fill in place")?;
         output::println("")?;

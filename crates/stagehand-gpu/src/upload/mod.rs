@@ -138,8 +138,9 @@ pub struct EngineConfig {
     pub staging_idle: Option<Duration>,
     /// Threads that fill one upload's staging at once (the worker that took
     /// it and `fill_threads - 1` helpers shared by the engine), so one
-    /// large stream can use every core. Default: the machine's threads, at
-    /// most 8. 1 to 64.
+    /// large stream can use more than one core. Default 1: on llvmpipe
+    /// (GL), parallel fill of 4K frames raised the process's resident
+    /// plateau by several frames, and its gain is not measured yet. 1 to 64.
     pub fill_threads: usize,
     /// The smallest share of an upload one fill thread copies: uploads under
     /// twice this are filled by one thread. Default 1 MiB; 4 KiB to 1 GiB.
@@ -155,7 +156,7 @@ impl Default for EngineConfig {
             timeline: None,
             background_bytes_per_frame: None,
             staging_idle: Some(Duration::from_secs(1)),
-            fill_threads: std::thread::available_parallelism().map_or(2, |n| n.get().min(8)),
+            fill_threads: 1,
             chunk_bytes: 1 << 20,
         }
     }

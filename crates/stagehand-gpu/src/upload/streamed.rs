@@ -28,8 +28,8 @@ impl Engine<WgpuTransfer> {
         self.backend().staging_pool()
     }
 
-    /// Creates a streamed texture. Its ring (if any) is allocated and mapped
-    /// now, sized for one layer of mip 0. Each upload lands in one
+    /// Creates a streamed texture. Its ring (if any) is taken from the
+    /// staging pool now (mapped on first use), sized for one layer of mip 0. Each upload lands in one
     /// submission, so the texture never shows half of one.
     pub fn create_texture(
         &self,

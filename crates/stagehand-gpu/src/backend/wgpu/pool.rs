@@ -27,12 +27,29 @@ fn alloc_error(e: Error) -> AllocError {
 /// Pools wgpu buffers. The key is the usage flags.
 pub struct BufferBackend {
     gpu: Arc<Gpu>,
+    /// Mappable buffers come back as they are, mapped or not.
+    keep_mappings: bool,
 }
 
 impl BufferBackend {
-    /// Buffers of `gpu`.
+    /// Buffers of `gpu`; mappable ones come back unmapped.
     pub fn new(gpu: Arc<Gpu>) -> Self {
-        Self { gpu }
+        Self {
+            gpu,
+            keep_mappings: false,
+        }
+    }
+
+    /// Buffers of `gpu` whose one user knows their mapping state (the
+    /// upload engine's staging): mappable ones come back as they are, so a
+    /// staging buffer mapped for its next upload is not unmapped and mapped
+    /// again each time a ring is dropped and another made. That churn costs
+    /// a map each, and on GL a frame-sized host allocation each.
+    pub fn keeping_mappings(gpu: Arc<Gpu>) -> Self {
+        Self {
+            gpu,
+            keep_mappings: true,
+        }
     }
 
     fn desc(usage: wgpu::BufferUsages, capacity: u64) -> wgpu::BufferDescriptor<'static> {
@@ -81,7 +98,9 @@ impl PoolBackend for BufferBackend {
     /// mapped, and unmapping an unmapped buffer is a validation error, so the
     /// unmap runs inside an error scope whose error is expected and dropped.
     fn recycle(&self, usage: &wgpu::BufferUsages, block: &Self::Block) -> bool {
-        if usage.intersects(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::MAP_WRITE) {
+        if !self.keep_mappings
+            && usage.intersects(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::MAP_WRITE)
+        {
             let _not_mapped = scoped(self.gpu.device(), || block.unmap());
         }
         true

@@ -9,9 +9,9 @@
 //! without blocking every [`POLL_INTERVAL`] until its callback has fired:
 //! the one timed loop of the engine, and only on its completion thread.
 
-use super::{BufferBackend, BufferPool, Gpu, buffer_pool, scoped_call};
+use super::{BufferBackend, BufferPool, Gpu, scoped_call};
 use crate::diag::Tracked;
-use crate::pool::{PoolConfig, Pooled};
+use crate::pool::{Pool, PoolConfig, Pooled};
 use crate::upload::region::{self, CopyLayout, TextureInfo};
 use crate::upload::{CopyPlan, TransferBackend, UploadError};
 use parking_lot::Mutex;
@@ -66,7 +66,10 @@ impl Signal {
 impl WgpuTransfer {
     /// The transfer side of `gpu`, with a staging pool of its own.
     pub fn new(gpu: Arc<Gpu>) -> Result<Self, UploadError> {
-        let staging = buffer_pool(Arc::clone(&gpu), PoolConfig::named("staging"))?;
+        let staging = Pool::new(
+            BufferBackend::keeping_mappings(Arc::clone(&gpu)),
+            PoolConfig::named("staging"),
+        )?;
         Ok(Self { gpu, staging })
     }
 
