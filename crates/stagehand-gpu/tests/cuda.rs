@@ -13,6 +13,7 @@ use stagehand_gpu::backend::cuda::{
     Cuda, CudaError, DeviceBuffer, DevicePool, Stream, driver_present,
 };
 use stagehand_gpu::diag::sections::CudaSection;
+use stagehand_gpu::diag::{LeakCheck, ObjectKind, Tracker, assert_no_leaks};
 use stagehand_gpu::pool::{PoolConfig, PoolError};
 use stagehand_gpu::upload::cuda::{CudaStreamedBuffer, CudaUploadEngine};
 use stagehand_gpu::upload::{
@@ -350,6 +351,97 @@ fn no_leaks_after_pools_and_engines() {
         free_after + 64 * MIB >= free_before,
         "device memory fell from {free_before} to {free_after}"
     );
+}
+
+#[test]
+fn check_leaks_sees_every_kind_of_cuda_object() {
+    let Some((cuda, _device)) = cuda("check_leaks_sees_every_kind_of_cuda_object") else {
+        return;
+    };
+    let check = LeakCheck::start(cuda.tracker());
+    let stream = cuda.new_stream().unwrap();
+    let event = cuda.new_event().unwrap();
+    let device = cuda.alloc_device(3 * MIB).unwrap();
+    let pinned = cuda.alloc_pinned(MIB).unwrap();
+    let leaks = check.finish().expect_err("four objects are alive");
+    let found: Vec<(ObjectKind, u64, u64)> = leaks
+        .kinds
+        .iter()
+        .map(|k| (k.kind, k.count, k.bytes))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (ObjectKind::CudaStream, 1, 0),
+            (ObjectKind::CudaEvent, 1, 0),
+            (ObjectKind::CudaDeviceMemory, 1, 3 * MIB),
+            (ObjectKind::CudaPinnedMemory, 1, MIB),
+        ],
+        "{leaks}"
+    );
+    let before = cuda.tracker().snapshot();
+    drop((stream, event, device, pinned));
+    let after = cuda.tracker().snapshot();
+    for kind in [
+        ObjectKind::CudaStream,
+        ObjectKind::CudaEvent,
+        ObjectKind::CudaDeviceMemory,
+        ObjectKind::CudaPinnedMemory,
+    ] {
+        assert_eq!(after.get(kind).count + 1, before.get(kind).count, "{kind}");
+        assert_eq!(after.get(kind).bytes, 0, "{kind}");
+    }
+    assert_eq!(
+        after.get(ObjectKind::CudaContext).count,
+        1,
+        "the open device"
+    );
+}
+
+#[test]
+fn an_upload_engine_and_its_pools_leave_nothing_in_the_tracker() {
+    let Some((cuda, _device)) = cuda("an_upload_engine_and_its_pools_leave_nothing_in_the_tracker")
+    else {
+        return;
+    };
+    assert_no_leaks(cuda.tracker(), || {
+        let (pool, stream, engine) = setup(&cuda);
+        let dst = Arc::new(pool.take(4 * MIB, &stream).unwrap());
+        let buf = engine
+            .create_buffer(Arc::clone(&dst), StagingPolicy::Ring(2))
+            .unwrap();
+        for round in 0..4 {
+            let up = buf.upload(pattern(round, 4 * MIB as usize), 0).unwrap();
+            assert_eq!(up.wait_timeout(WAIT).unwrap().status, UploadStatus::Done);
+        }
+        drop((buf, engine, dst, pool, stream));
+    });
+}
+
+#[test]
+fn a_shared_tracker_counts_every_device_opened_on_it() {
+    let Some((first, _device)) = cuda("a_shared_tracker_counts_every_device_opened_on_it") else {
+        return;
+    };
+    let tracker = Tracker::new();
+    let a = Cuda::open_tracked(0, Arc::clone(&tracker)).unwrap();
+    let b = Cuda::open_tracked(0, Arc::clone(&tracker)).unwrap();
+    let blocks = (
+        a.alloc_device(MIB).unwrap(),
+        b.alloc_device(2 * MIB).unwrap(),
+    );
+    let snap = tracker.snapshot();
+    assert_eq!(snap.get(ObjectKind::CudaContext).count, 2);
+    assert_eq!(snap.get(ObjectKind::CudaDeviceMemory).count, 2);
+    assert_eq!(snap.get(ObjectKind::CudaDeviceMemory).bytes, 3 * MIB);
+    assert_eq!(a.counts(), b.counts(), "one tracker, one view");
+    assert_eq!(
+        first.counts().device_allocations,
+        0,
+        "a device opened on its own tracker sees none of them"
+    );
+    drop((blocks, a, b));
+    assert_eq!(tracker.snapshot().total_count(), 0);
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::fmt;
 /// A kind of GPU object, as counted by the [`Tracker`](super::Tracker).
 ///
 /// These are every object type wgpu's own global report lists, plus the
-/// encoders and passes that it does not.
+/// encoders and passes that it does not, then the CUDA backend's objects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[non_exhaustive]
 pub enum ObjectKind {
@@ -50,11 +50,21 @@ pub enum ObjectKind {
     RenderBundle,
     /// `wgpu::QuerySet`; bytes are 8 per query (one 64-bit result each).
     QuerySet,
+    /// A CUDA device's primary context, held by an open `Cuda`.
+    CudaContext,
+    /// A CUDA stream.
+    CudaStream,
+    /// A CUDA event.
+    CudaEvent,
+    /// A `cuMemAlloc` allocation; bytes are its length.
+    CudaDeviceMemory,
+    /// A `cuMemHostAlloc` (page-locked host) allocation; bytes are its length.
+    CudaPinnedMemory,
 }
 
 impl ObjectKind {
     /// Every kind, in report order.
-    pub const ALL: [ObjectKind; 20] = [
+    pub const ALL: [ObjectKind; 25] = [
         Self::Adapter,
         Self::Device,
         Self::Queue,
@@ -75,6 +85,11 @@ impl ObjectKind {
         Self::RenderBundleEncoder,
         Self::RenderBundle,
         Self::QuerySet,
+        Self::CudaContext,
+        Self::CudaStream,
+        Self::CudaEvent,
+        Self::CudaDeviceMemory,
+        Self::CudaPinnedMemory,
     ];
 
     /// How many kinds there are.
@@ -108,12 +123,36 @@ impl ObjectKind {
             Self::RenderBundleEncoder => "RenderBundleEncoder",
             Self::RenderBundle => "RenderBundle",
             Self::QuerySet => "QuerySet",
+            Self::CudaContext => "CudaContext",
+            Self::CudaStream => "CudaStream",
+            Self::CudaEvent => "CudaEvent",
+            Self::CudaDeviceMemory => "CudaDeviceMemory",
+            Self::CudaPinnedMemory => "CudaPinnedMemory",
         }
     }
 
     /// Whether objects of this kind own resource memory that the tracker sizes.
     pub const fn has_bytes(self) -> bool {
-        matches!(self, Self::Buffer | Self::Texture | Self::QuerySet)
+        matches!(
+            self,
+            Self::Buffer
+                | Self::Texture
+                | Self::QuerySet
+                | Self::CudaDeviceMemory
+                | Self::CudaPinnedMemory
+        )
+    }
+
+    /// Whether this is one of the CUDA backend's kinds.
+    pub const fn is_cuda(self) -> bool {
+        matches!(
+            self,
+            Self::CudaContext
+                | Self::CudaStream
+                | Self::CudaEvent
+                | Self::CudaDeviceMemory
+                | Self::CudaPinnedMemory
+        )
     }
 }
 

@@ -1,7 +1,7 @@
 //! Counted streams and events.
 
-use super::counts::Kind;
 use super::{CudaError, Shared, check};
+use crate::diag::{ObjectKind, Token};
 use cudarc::driver::sys;
 use std::fmt;
 use std::sync::Arc;
@@ -20,6 +20,8 @@ struct StreamInner {
     /// Unique in the process, never 0.
     id: u64,
     cuda: Arc<Shared>,
+    /// Un-counts the stream when dropped, after the destroy above.
+    _token: Token,
 }
 
 /// Stream ids; 0 means "no stream".
@@ -34,7 +36,6 @@ impl Drop for StreamInner {
             // once, here, when the last clone is gone.
             let _ = unsafe { sys::cuStreamDestroy_v2(self.raw.0) };
         }
-        self.cuda.counts.destroyed(Kind::Stream, 0);
     }
 }
 
@@ -54,12 +55,12 @@ impl Stream {
         check("cuStreamCreate", unsafe {
             sys::cuStreamCreate(&mut raw, flags)
         })?;
-        cuda.counts.created(Kind::Stream, 0);
         Ok(Self {
             inner: Arc::new(StreamInner {
                 raw: RawStream(raw),
                 id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
                 cuda: Arc::clone(cuda),
+                _token: cuda.tracker.register(ObjectKind::CudaStream, 0, None),
             }),
         })
     }
@@ -117,6 +118,8 @@ unsafe impl Sync for RawEvent {}
 pub struct Event {
     raw: RawEvent,
     cuda: Arc<Shared>,
+    /// Un-counts the event when dropped, after the destroy.
+    _token: Token,
 }
 
 impl Event {
@@ -129,10 +132,10 @@ impl Event {
         check("cuEventCreate", unsafe {
             sys::cuEventCreate(&mut raw, flags)
         })?;
-        cuda.counts.created(Kind::Event, 0);
         Ok(Self {
             raw: RawEvent(raw),
             cuda: Arc::clone(cuda),
+            _token: cuda.tracker.register(ObjectKind::CudaEvent, 0, None),
         })
     }
 
@@ -174,7 +177,6 @@ impl Drop for Event {
             // once, here.
             let _ = unsafe { sys::cuEventDestroy_v2(self.raw.0) };
         }
-        self.cuda.counts.destroyed(Kind::Event, 0);
     }
 }
 

@@ -27,8 +27,8 @@
 //!
 //! [`CudaInfo::memory_pools`]: super::CudaInfo::memory_pools
 
-use super::counts::Kind;
 use super::{Cuda, CudaError, Event, Shared, Stream, check};
+use crate::diag::{ObjectKind, Token};
 use crate::pool::{AllocError, Pool, PoolBackend, PoolConfig, PoolError, Pooled};
 use cudarc::driver::sys;
 use parking_lot::Mutex;
@@ -56,6 +56,8 @@ pub struct DeviceBlock {
     last_id: AtomicU64,
     last: Mutex<LastUse>,
     cuda: Arc<Shared>,
+    /// Un-counts the allocation when dropped, after the free.
+    _token: Token,
 }
 
 impl DeviceBlock {
@@ -72,13 +74,15 @@ impl DeviceBlock {
         check("cuMemAlloc", unsafe {
             sys::cuMemAlloc_v2(&mut ptr, bytes as usize)
         })?;
-        cuda.counts.created(Kind::Device, bytes);
         Ok(Self {
             ptr,
             bytes,
             last_id: AtomicU64::new(0),
             last: Mutex::new(LastUse::default()),
             cuda: Arc::clone(cuda),
+            _token: cuda
+                .tracker
+                .register(ObjectKind::CudaDeviceMemory, bytes, None),
         })
     }
 
@@ -134,7 +138,6 @@ impl Drop for DeviceBlock {
             // here; no queued work uses it (synchronised above).
             let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
         }
-        self.cuda.counts.destroyed(Kind::Device, self.bytes);
     }
 }
 
@@ -373,6 +376,8 @@ pub struct PinnedBlock {
     ptr: NonNull<u8>,
     bytes: usize,
     cuda: Arc<Shared>,
+    /// Un-counts the allocation when dropped, after the free.
+    _token: Token,
 }
 
 // SAFETY: the block owns its allocation; `&self` gives only reads and
@@ -405,11 +410,13 @@ impl PinnedBlock {
         };
         // SAFETY: the driver gave us `bytes` writable bytes at `ptr`.
         unsafe { ptr.as_ptr().write_bytes(0, bytes as usize) };
-        cuda.counts.created(Kind::Pinned, bytes);
         Ok(Self {
             ptr,
             bytes: bytes as usize,
             cuda: Arc::clone(cuda),
+            _token: cuda
+                .tracker
+                .register(ObjectKind::CudaPinnedMemory, bytes, None),
         })
     }
 
@@ -444,7 +451,6 @@ impl Drop for PinnedBlock {
             // here; its owners wait for copies from it before dropping it.
             let _ = unsafe { sys::cuMemFreeHost(self.ptr.as_ptr().cast()) };
         }
-        self.cuda.counts.destroyed(Kind::Pinned, self.bytes as u64);
     }
 }
 

@@ -7,8 +7,10 @@
 //! an old driver) as [`CudaError::Panicked`].
 //!
 //! What is here:
-//! - [`Cuda`]: one device's primary context, with live counts of every
-//!   device allocation, pinned buffer, stream and event made through it;
+//! - [`Cuda`]: one device's primary context; its context, every device
+//!   allocation, pinned buffer, stream and event made through it are counted
+//!   in a [`Tracker`] (its own, or one shared with a wgpu context), so
+//!   [`check_leaks`](crate::diag::check_leaks) and the report see them;
 //! - [`Stream`] and [`Event`], counted;
 //! - [`DevicePool`]: the [pool](crate::pool) over `cuMemAlloc` /
 //!   `cuMemFree`, with stream-ordered reuse ([`DeviceBuffer`]);
@@ -27,7 +29,7 @@ pub use handles::{Event, Stream};
 pub use memory::{DeviceBlock, DeviceBuffer, DeviceMemory, DevicePool, PinnedBlock, PinnedMemory};
 pub use transfer::{CudaInFlight, CudaTransfer};
 
-use counts::Counts;
+use crate::diag::{ObjectKind, Token, Tracker};
 use cudarc::driver::{CudaContext, DriverError, sys};
 use serde::Serialize;
 use std::mem::ManuallyDrop;
@@ -148,12 +150,15 @@ pub struct CudaInfo {
 }
 
 /// What every CUDA object made through one [`Cuda`] shares: the context
-/// (kept alive until the last of them is gone) and the live counts.
+/// (kept alive until the last of them is gone) and the tracker that counts
+/// them.
 pub(crate) struct Shared {
     /// Taken out only by `drop`.
     ctx: ManuallyDrop<Arc<CudaContext>>,
-    counts: Counts,
+    tracker: Arc<Tracker>,
     info: CudaInfo,
+    /// Counts the context; un-counts it after `drop` released it.
+    _token: Token,
 }
 
 impl Drop for Shared {
@@ -263,6 +268,14 @@ impl Cuda {
     /// [`CudaError::NoDevice`] when the ordinal is out of range, otherwise
     /// the driver's error.
     pub fn open(ordinal: usize) -> Result<Self, CudaError> {
+        Self::open_tracked(ordinal, Tracker::new())
+    }
+
+    /// Opens device `ordinal`, counting its objects (context, streams,
+    /// events, device and pinned memory) in `tracker`: pass a wgpu
+    /// context's tracker to see both backends in one report and one
+    /// [`check_leaks`](crate::diag::check_leaks). Errors as [`Cuda::open`].
+    pub fn open_tracked(ordinal: usize, tracker: Arc<Tracker>) -> Result<Self, CudaError> {
         if !driver_present() {
             return Err(CudaError::NoDriver);
         }
@@ -280,7 +293,8 @@ impl Cuda {
         let info = guarded("cuDeviceGetAttribute", || describe(&ctx, ordinal))??;
         let shared = Shared {
             ctx: ManuallyDrop::new(ctx),
-            counts: Counts::default(),
+            _token: tracker.register(ObjectKind::CudaContext, 0, None),
+            tracker,
             info,
         };
         Ok(Self {
@@ -301,9 +315,15 @@ impl Cuda {
         Ok((free as u64, total as u64))
     }
 
-    /// Live objects and bytes made through this device.
+    /// The tracker this device's objects are counted in.
+    pub fn tracker(&self) -> &Arc<Tracker> {
+        &self.shared.tracker
+    }
+
+    /// Live CUDA objects and bytes in this device's tracker (with those of
+    /// any other device opened on the same tracker).
     pub fn counts(&self) -> CudaCounts {
-        self.shared.counts.snapshot()
+        CudaCounts::of(&self.shared.tracker)
     }
 
     /// A new non-blocking stream (it does not wait for the legacy default

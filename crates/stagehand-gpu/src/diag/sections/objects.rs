@@ -69,17 +69,29 @@ impl Section for ObjectCounts {
                 Cell::int(created),
             ],
         );
+        // A tracker that never saw a CUDA object prints no CUDA rows (the
+        // data keeps them, at zero).
+        let cuda_used = self
+            .objects
+            .iter()
+            .any(|s| s.kind.is_cuda() && s.created > 0);
+        let rows = self
+            .objects
+            .iter()
+            .filter(|s| cuda_used || !s.kind.is_cuda())
+            .map(row)
+            .collect();
         let table = Table {
             title: None,
             columns: ["count", "resource_mem", "peak", "peak_mem", "created"]
                 .map(String::from)
                 .to_vec(),
-            rows: self.objects.iter().map(row).collect(),
+            rows,
             total: Some(total),
         };
         let mut footnotes = vec![
             "count and resource_mem: alive now; peak and peak_mem: highest since start or reset_peaks().".into(),
-            "resource_mem: buffer sizes; exact texture sizes over all mips, layers and samples; 8 bytes per query.".into(),
+            "resource_mem: buffer sizes; exact texture sizes over all mips, layers and samples; 8 bytes per query; CUDA allocation lengths (pinned memory is host memory).".into(),
             "created: objects ever created. Sizes are decimal: 65.5K = 65,500 bytes.".into(),
             "peaks are not totalled: each kind's peak may fall at a different moment.".into(),
         ];
