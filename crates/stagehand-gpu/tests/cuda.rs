@@ -17,8 +17,8 @@ use stagehand_gpu::diag::{LeakCheck, ObjectKind, Tracker, assert_no_leaks};
 use stagehand_gpu::pool::{PoolConfig, PoolError};
 use stagehand_gpu::upload::cuda::{CudaStreamedBuffer, CudaUploadEngine};
 use stagehand_gpu::upload::{
-    Cancel, EngineConfig, IfFull, StagingPolicy, StreamOptions, UploadError, UploadPriority,
-    UploadStatus,
+    Cancel, EngineConfig, FrameQueue, FrameQueueConfig, FrameSlot, IfFull, StagingPolicy,
+    StreamOptions, UploadError, UploadPriority, UploadStatus, WaitReady,
 };
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -442,6 +442,92 @@ fn a_shared_tracker_counts_every_device_opened_on_it() {
     );
     drop((blocks, a, b));
     assert_eq!(tracker.snapshot().total_count(), 0);
+}
+
+/// Closes a frame queue when dropped, also while unwinding.
+struct CloseOnDrop<'a, S: FrameSlot>(&'a FrameQueue<S>);
+
+impl<S: FrameSlot> Drop for CloseOnDrop<'_, S> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+#[test]
+fn cuda_frame_queue_presents_each_frame_byte_for_byte() {
+    let Some((cuda, _device)) = cuda("cuda_frame_queue_presents_each_frame_byte_for_byte") else {
+        return;
+    };
+    let (pool, stream, engine) = setup(&cuda);
+    let frame_len = 300_000usize;
+    let buffers: Vec<Arc<DeviceBuffer>> = (0..3)
+        .map(|_| Arc::new(pool.take(frame_len as u64, &stream).unwrap()))
+        .collect();
+    let queue = FrameQueue::cuda(&engine, buffers, FrameQueueConfig::default()).unwrap();
+    let tick = Duration::from_millis(40);
+    let producer = std::thread::scope(|s| {
+        let producer = s.spawn(|| {
+            for frame in 0..12u64 {
+                let pts = tick * frame as u32;
+                if frame % 2 == 0 {
+                    queue.push(frame, pts, pattern(frame, frame_len).into())?;
+                } else {
+                    // Odd frames are generated in place, in pinned staging.
+                    queue.push_with(frame, pts, move |mut dst, len| {
+                        assert_eq!(*len, frame_len as u64);
+                        dst.copy_from_slice(&pattern(frame, frame_len));
+                    })?;
+                }
+            }
+            Ok::<_, UploadError>(())
+        });
+        // A failed check closes the queue, so the producer stops waiting
+        // for a slot and the scope can end.
+        let _close = CloseOnDrop(&queue);
+        for frame in 0..12u64 {
+            assert_eq!(
+                queue.wait_ready(frame, WAIT),
+                WaitReady::Ready,
+                "frame {frame}"
+            );
+            let shown = queue.present(tick * frame as u32).expect("a frame is due");
+            assert_eq!(shown.frame, frame, "every frame is shown, in order");
+            let mut back = vec![0u8; frame_len];
+            queue.buffer(shown.slot).read(0, &mut back).unwrap();
+            assert!(
+                back == pattern(frame, frame_len),
+                "frame {frame} landed whole"
+            );
+        }
+        producer.join().unwrap()
+    });
+    producer.expect("every push was taken");
+    let stats = queue.finish();
+    assert_eq!(
+        (stats.pushed, stats.shown, stats.dropped),
+        (12, 12, 0),
+        "{stats:?}"
+    );
+}
+
+#[test]
+fn cuda_frame_queue_refuses_a_depth_its_buffers_do_not_match() {
+    let Some((cuda, _device)) = cuda("cuda_frame_queue_refuses_a_depth_its_buffers_do_not_match")
+    else {
+        return;
+    };
+    let (pool, stream, engine) = setup(&cuda);
+    let take = || Arc::new(pool.take(4096, &stream).unwrap());
+    let two = vec![take(), take()];
+    let err = FrameQueue::cuda(&engine, two, FrameQueueConfig::default()).unwrap_err();
+    assert!(matches!(err, UploadError::InvalidConfig(_)), "{err}");
+    let one = vec![take()];
+    let config = FrameQueueConfig {
+        depth: 1,
+        ..FrameQueueConfig::default()
+    };
+    let err = FrameQueue::cuda(&engine, one, config).unwrap_err();
+    assert!(matches!(err, UploadError::InvalidConfig(_)), "{err}");
 }
 
 #[test]

@@ -9,7 +9,10 @@
 //! on any stream after the upload has landed sees its bytes.
 
 use super::resource::StagingPolicy;
-use super::{Engine, EngineConfig, StreamOptions, StreamedBuffer, UploadError};
+use super::{
+    Engine, EngineConfig, FrameQueue, FrameQueueConfig, StreamOptions, StreamedBuffer, UploadError,
+    UploadPriority,
+};
 use crate::backend::cuda::{Cuda, CudaTransfer, DeviceBuffer, Stream};
 use std::sync::Arc;
 
@@ -76,5 +79,43 @@ impl StreamedBuffer<CudaTransfer> {
     /// The device buffer.
     pub fn buffer(&self) -> &Arc<DeviceBuffer> {
         &self.inner.resource.target
+    }
+}
+
+impl FrameQueue<CudaStreamedBuffer> {
+    /// A queue whose slots are `buffers` (one per slot: their number must be
+    /// `config.depth`), each filled whole by one frame through `engine`
+    /// with a ring of `config.staging_buffers` pinned buffers.
+    /// `config.rows_per_submit` is for textures and not used.
+    ///
+    /// Errors: [`UploadError::InvalidConfig`] when the numbers disagree or
+    /// are out of range, [`UploadError::ZeroSized`] for an empty buffer.
+    pub fn cuda(
+        engine: &CudaUploadEngine,
+        buffers: Vec<Arc<DeviceBuffer>>,
+        config: FrameQueueConfig,
+    ) -> Result<Self, UploadError> {
+        if buffers.len() != config.depth {
+            return Err(UploadError::InvalidConfig(format!(
+                "a frame queue of depth {} was given {} buffers",
+                config.depth,
+                buffers.len()
+            )));
+        }
+        let options = StreamOptions {
+            priority: UploadPriority::Normal,
+            policy: StagingPolicy::Ring(config.staging_buffers),
+            rows_per_submit: None,
+        };
+        let slots = buffers
+            .into_iter()
+            .map(|dst| engine.create_buffer_with(dst, options))
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::from_slots(slots, config.frame_duration)
+    }
+
+    /// The device buffer of a slot.
+    pub fn buffer(&self, slot: usize) -> &Arc<DeviceBuffer> {
+        self.slot(slot).buffer()
     }
 }

@@ -1,9 +1,10 @@
-//! [`FrameQueue`]: a few GPU textures holding uploaded frames with their
-//! presentation times, so a player shows the right frame at the right time.
+//! [`FrameQueue`]: a few streamed resources (textures on wgpu, buffers on
+//! any backend) holding uploaded frames with their presentation times, so a
+//! player shows the right frame at the right time.
 
 use super::error::UploadError;
+use super::frame_slot::FrameSlot;
 use super::future::{Upload, UploadStatus};
-use super::region::{CopyLayout, TextureRegion};
 use super::resource::StagingPolicy;
 use super::streamed::StreamedTexture;
 use super::{StreamOptions, UploadEngine};
@@ -23,8 +24,8 @@ pub struct FrameQueueConfig {
     pub depth: usize,
     /// Staging buffers per slot; default 1 (each slot fills one frame at a time).
     pub staging_buffers: usize,
-    /// Rows per copy submission. Slots are never on screen while they fill,
-    /// so splitting is safe here; default 128 rows.
+    /// Rows per copy submission, for texture slots. Slots are never on
+    /// screen while they fill, so splitting is safe here; default 128 rows.
     pub rows_per_submit: Option<u32>,
     /// How long a frame stays on screen; shown later than its time plus
     /// this, it counts as late.
@@ -291,14 +292,16 @@ fn deadline(timeout: Duration) -> Option<Instant> {
     Instant::now().checked_add(timeout)
 }
 
-/// A ring of frame textures fed by the upload engine.
+/// A ring of frame slots fed by the upload engine: textures on wgpu
+/// ([`FrameQueue::new`]), device buffers on CUDA (`FrameQueue::cuda`), or
+/// any [`FrameSlot`]s ([`FrameQueue::from_slots`]).
 ///
 /// The protocol:
 /// 1. the producer [`push`](Self::push)es frames with increasing frame
 ///    numbers and their presentation times (it waits while every slot is
 ///    busy);
 /// 2. the render loop calls [`present`](Self::present) with the current
-///    time and draws [`texture`](Self::texture) of the returned slot. A
+///    time and draws the returned [`slot`](Self::slot). A
 ///    player that shows every frame instead waits for each with
 ///    [`wait_ready`](Self::wait_ready) and presents it at its time;
 /// 3. [`finish`](Self::finish) closes the queue (a producer still waiting
@@ -310,8 +313,8 @@ fn deadline(timeout: Duration) -> Option<Instant> {
 /// Slots fill on different upload workers, so frames can land out of
 /// order; the screen still only moves forward. A frame that lands after a
 /// newer one went on screen is dropped, never shown.
-pub struct FrameQueue {
-    textures: Vec<StreamedTexture>,
+pub struct FrameQueue<S: FrameSlot = StreamedTexture> {
+    targets: Vec<S>,
     state: Mutex<State>,
     /// Rung by every change waiters look for; uploads ring it as they end.
     bell: Arc<Bell>,
@@ -320,18 +323,14 @@ pub struct FrameQueue {
     closed: AtomicBool,
 }
 
-impl FrameQueue {
+impl FrameQueue<StreamedTexture> {
     /// A queue of `config.depth` textures like `desc` on `engine`.
     pub fn new(
         engine: &UploadEngine,
         desc: &wgpu::TextureDescriptor<'_>,
         config: FrameQueueConfig,
     ) -> Result<Self, UploadError> {
-        if config.depth < 2 {
-            return Err(UploadError::InvalidConfig(
-                "a frame queue needs at least 2 slots".into(),
-            ));
-        }
+        check_depth(config.depth)?;
         let options = StreamOptions {
             priority: super::UploadPriority::Normal,
             policy: StagingPolicy::Ring(config.staging_buffers),
@@ -340,29 +339,52 @@ impl FrameQueue {
         let textures = (0..config.depth)
             .map(|_| engine.create_texture_with(desc, options))
             .collect::<Result<Vec<_>, _>>()?;
-        let slots = (0..config.depth).map(|_| Slot::Free).collect();
+        Self::from_slots(textures, config.frame_duration)
+    }
+
+    /// The texture of a slot.
+    pub fn texture(&self, slot: usize) -> &wgpu::Texture {
+        self.targets[slot].texture()
+    }
+}
+
+fn check_depth(depth: usize) -> Result<(), UploadError> {
+    if depth < 2 {
+        return Err(UploadError::InvalidConfig(
+            "a frame queue needs at least 2 slots".into(),
+        ));
+    }
+    Ok(())
+}
+
+impl<S: FrameSlot> FrameQueue<S> {
+    /// A queue over `slots` (at least 2), each holding one whole frame; a
+    /// frame shown later than its time plus `frame_duration` counts as late.
+    pub fn from_slots(slots: Vec<S>, frame_duration: Duration) -> Result<Self, UploadError> {
+        check_depth(slots.len())?;
+        let states = (0..slots.len()).map(|_| Slot::Free).collect();
         Ok(Self {
-            textures,
+            targets: slots,
             state: Mutex::new(State {
-                slots,
+                slots: states,
                 stats: FrameStats::default(),
                 failed_frames: BTreeSet::new(),
                 floor: 0,
             }),
             bell: Arc::default(),
-            frame_duration: config.frame_duration,
+            frame_duration,
             closed: AtomicBool::new(false),
         })
     }
 
-    /// The texture of a slot.
-    pub fn texture(&self, slot: usize) -> &wgpu::Texture {
-        self.textures[slot].texture()
+    /// The streamed resource of a slot.
+    pub fn slot(&self, slot: usize) -> &S {
+        &self.targets[slot]
     }
 
     /// Slots in the ring.
     pub fn depth(&self) -> usize {
-        self.textures.len()
+        self.targets.len()
     }
 
     /// Pushes a frame of tightly packed bytes, waiting for a free slot.
@@ -380,25 +402,19 @@ impl FrameQueue {
         &self,
         frame: u64,
         pts: Duration,
-        fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>, &CopyLayout) + Send + 'static,
+        fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>, &S::Layout) + Send + 'static,
     ) -> Result<Upload, UploadError> {
-        self.push_into(frame, pts, |t| {
-            t.upload_with(
-                TextureRegion::frame(t.texture().size()),
-                fill,
-                super::IfFull::Wait,
-            )
-        })
+        self.push_into(frame, pts, |t| t.fill_frame(fill))
     }
 
     fn push_into(
         &self,
         frame: u64,
         pts: Duration,
-        send: impl FnOnce(&StreamedTexture) -> Result<Upload, UploadError>,
+        send: impl FnOnce(&S) -> Result<Upload, UploadError>,
     ) -> Result<Upload, UploadError> {
         let slot = self.free_slot(frame)?;
-        let upload = match send(&self.textures[slot]) {
+        let upload = match send(&self.targets[slot]) {
             Ok(upload) => upload,
             Err(e) => {
                 self.state.lock().slots[slot] = Slot::Free;
@@ -631,10 +647,10 @@ impl FrameQueue {
     }
 }
 
-impl std::fmt::Debug for FrameQueue {
+impl<S: FrameSlot> std::fmt::Debug for FrameQueue<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FrameQueue")
-            .field("depth", &self.textures.len())
+            .field("depth", &self.targets.len())
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }

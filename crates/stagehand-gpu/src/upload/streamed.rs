@@ -271,6 +271,16 @@ impl StreamedBuffer<WgpuTransfer> {
 }
 
 impl<T: TransferBackend> StreamedBuffer<T> {
+    /// Its length in bytes.
+    pub fn len(&self) -> u64 {
+        self.inner.resource.staging_capacity
+    }
+
+    /// Whether it holds no bytes (never: a zero-sized buffer is refused).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Uploads `data` at byte `offset`, waiting while at the in-flight bound.
     pub fn upload(&self, data: impl Into<Bytes>, offset: u64) -> Result<Upload, UploadError> {
         self.send(data.into(), offset, IfFull::Wait)
