@@ -27,6 +27,7 @@ pub mod backend;
 pub mod diag;
 mod error;
 pub mod pool;
+mod sync;
 pub mod upload;
 
 pub use backend::wgpu::{CommandEncoder, Device, Gpu, GpuOptions, Queue, RenderBundleEncoder};

@@ -34,11 +34,11 @@ mod retry;
 pub mod size_class;
 mod stats;
 
+pub use crate::diag::sections::pool::{ClassStats, PoolStats};
 pub use backend::{AllocError, PoolBackend};
 pub use error::PoolError;
 pub use handle::Pooled;
 pub use retry::halve_on_oom;
-pub use stats::{ClassStats, PoolStats};
 
 use free_list::{Books, Freed, Take};
 use parking_lot::Mutex;

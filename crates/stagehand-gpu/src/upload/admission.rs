@@ -1,7 +1,10 @@
 //! Admission: the bytes of staging in flight across the engine, and the
-//! line of uploads waiting for room. Data only; the engine keeps it under
-//! one lock and wakes waiters with a condition variable.
+//! line of uploads waiting for room. [`Admission`] is the data;
+//! [`Gate`] keeps it under one lock and wakes waiters with a condition
+//! variable.
 
+use super::error::UploadError;
+use crate::sync::{Condvar, Mutex};
 use std::collections::VecDeque;
 
 /// What an upload does when the engine or its resource is full.
@@ -87,6 +90,93 @@ impl Admission {
             self.background_bytes -= bytes;
             self.background_uploads -= 1;
         }
+    }
+}
+
+/// The engine's in-flight bound, and the uploads waiting at it.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    admission: Mutex<Admission>,
+    /// Rung whenever bytes leave, a waiter leaves the line, or the engine
+    /// or a resource closes.
+    admitted: Condvar,
+    bound: u64,
+}
+
+impl Gate {
+    /// A gate letting in up to `bound` bytes of each kind.
+    pub fn new(bound: u64) -> Self {
+        Self {
+            admission: Mutex::new(Admission::default()),
+            admitted: Condvar::new(),
+            bound,
+        }
+    }
+
+    /// Takes `bytes` of the bound: first come, first served among waiters
+    /// of the same kind (background or not), or
+    /// [`UploadError::WouldBlock`] at once if `if_full` says so. `open` says
+    /// whether waiting still makes sense; it is asked again after every
+    /// wake-up, so whoever closes must [`wake`](Self::wake) the gate.
+    pub fn enter(
+        &self,
+        bytes: u64,
+        background: bool,
+        if_full: IfFull,
+        open: impl Fn() -> Result<(), UploadError>,
+    ) -> Result<(), UploadError> {
+        let mut a = self.admission.lock();
+        if if_full == IfFull::Refuse {
+            if !a.may_enter(bytes, background, self.bound, None) {
+                return Err(UploadError::WouldBlock(
+                    "the engine is at its in-flight byte bound",
+                ));
+            }
+        } else {
+            let ticket = a.line_up(background);
+            loop {
+                if let Err(e) = open() {
+                    a.leave(background, ticket);
+                    drop(a);
+                    self.admitted.notify_all();
+                    return Err(e);
+                }
+                if a.may_enter(bytes, background, self.bound, Some(ticket)) {
+                    a.leave(background, ticket);
+                    break;
+                }
+                self.admitted.wait(&mut a);
+            }
+        }
+        a.add(bytes, background);
+        drop(a);
+        // The next in line may fit too.
+        self.admitted.notify_all();
+        Ok(())
+    }
+
+    /// Gives back bytes taken by [`enter`](Self::enter), and wakes the line.
+    pub fn leave(&self, bytes: u64, background: bool) {
+        self.admission.lock().remove(bytes, background);
+        self.admitted.notify_all();
+    }
+
+    /// Wakes every waiter, to look at `open` again. Call it after the
+    /// change `open` looks for.
+    pub fn wake(&self) {
+        // Taking the lock first: a waiter that asked `open` before the
+        // change is then either asleep (and woken) or has yet to ask again.
+        // Without it, the wake-up could fall between its question and its
+        // sleep and be lost (found by the model
+        // `a_release_wakes_an_upload_waiting_at_the_bound`).
+        drop(self.admission.lock());
+        self.admitted.notify_all();
+    }
+
+    /// Bytes in flight now.
+    #[cfg(stagehand_loom)]
+    pub fn bytes(&self) -> u64 {
+        self.admission.lock().bytes
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::error::UploadError;
 use super::future::Upload;
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

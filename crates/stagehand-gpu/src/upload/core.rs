@@ -3,17 +3,17 @@
 //! released, shut down) goes through [`Core::finish`], which settles the
 //! books in one order.
 
-use super::admission::{Admission, IfFull};
+use super::admission::Gate;
 use super::error::UploadError;
 use super::future::{Upload, UploadShared, UploadStatus, phase};
 use super::resource::{Job, Resource};
 use super::schedule::Schedule;
 use super::stats::{Counters, Window};
 use super::transfer::TransferBackend;
+use crate::sync::{AtomicBool, AtomicU64, Condvar, Mutex};
 use crossbeam_channel::Sender;
-use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::task::Waker;
 use std::time::Duration;
 
@@ -64,7 +64,7 @@ pub(crate) struct Landing<T: TransferBackend> {
 #[derive(Default)]
 pub(crate) struct Turns {
     /// The number the next upload started gets.
-    next: std::sync::atomic::AtomicU64,
+    next: AtomicU64,
     now: Mutex<u64>,
     turned: Condvar,
 }
@@ -113,8 +113,8 @@ pub(crate) struct Core<T: TransferBackend> {
     /// Where submitted uploads go; `None` once shut down (the completion
     /// thread ends when every sender is gone).
     pub landings: Mutex<Option<Sender<Landing<T>>>>,
-    admission: Mutex<Admission>,
-    admitted: Condvar,
+    /// The engine-wide bound on staging bytes in flight.
+    pub gate: Gate,
     /// Tasks waiting for room (`upload_async`); woken whenever an upload ends.
     pub room: Arc<Mutex<Vec<Waker>>>,
     pub shut_down: AtomicBool,
@@ -135,14 +135,14 @@ impl<T: TransferBackend> Core<T> {
         landings: Sender<Landing<T>>,
         fill: Option<rayon::ThreadPool>,
     ) -> Self {
+        let bound = settings.max_in_flight_bytes;
         Self {
             backend,
             settings,
             schedule: Mutex::new(Schedule::new(budget)),
             work: Condvar::new(),
             landings: Mutex::new(Some(landings)),
-            admission: Mutex::new(Admission::default()),
-            admitted: Condvar::new(),
+            gate: Gate::new(bound),
             room: Arc::default(),
             shut_down: AtomicBool::new(false),
             counters: Counters::default(),
@@ -152,60 +152,9 @@ impl<T: TransferBackend> Core<T> {
         }
     }
 
-    /// Takes `bytes` of the engine's in-flight bound: first come, first
-    /// served among waiters of the same kind (background or not), or
-    /// [`UploadError::WouldBlock`] at once if `if_full` says so. `open`
-    /// says whether waiting still makes sense.
-    pub fn admit_bytes(
-        &self,
-        bytes: u64,
-        background: bool,
-        if_full: IfFull,
-        open: impl Fn() -> Result<(), UploadError>,
-    ) -> Result<(), UploadError> {
-        let bound = self.settings.max_in_flight_bytes;
-        let mut a = self.admission.lock();
-        if if_full == IfFull::Refuse {
-            if !a.may_enter(bytes, background, bound, None) {
-                return Err(UploadError::WouldBlock(
-                    "the engine is at its in-flight byte bound",
-                ));
-            }
-        } else {
-            let ticket = a.line_up(background);
-            loop {
-                if let Err(e) = open() {
-                    a.leave(background, ticket);
-                    drop(a);
-                    self.admitted.notify_all();
-                    return Err(e);
-                }
-                if a.may_enter(bytes, background, bound, Some(ticket)) {
-                    a.leave(background, ticket);
-                    break;
-                }
-                self.admitted.wait(&mut a);
-            }
-        }
-        a.add(bytes, background);
-        drop(a);
-        // The next in line may fit too.
-        self.admitted.notify_all();
-        Ok(())
-    }
-
-    /// Gives back bytes of an attempt refused further on (its resource was
-    /// full). Wakes no task: nothing ended, so no room was made; the
-    /// refused task's own waker in particular must not be woken, or its
-    /// executor would poll it again at once, for ever.
-    pub fn unadmit_refused(&self, bytes: u64, background: bool) {
-        self.admission.lock().remove(bytes, background);
-        self.admitted.notify_all();
-    }
-
     /// Gives back an ended upload's bytes, and wakes whoever waits for room.
     fn unadmit(&self, bytes: u64, background: bool) {
-        self.unadmit_refused(bytes, background);
+        self.gate.leave(bytes, background);
         // The wakers run with no lock held (one may poll at once and
         // register again), each under `catch_unwind`: a waker is the
         // executor's code, and must not take down the thread ending uploads.
@@ -215,12 +164,6 @@ impl<T: TransferBackend> Core<T> {
                 self.panics.fetch_add(1, Ordering::Relaxed);
             }
         }
-    }
-
-    /// Wakes the uploads waiting for engine-wide room, so they see a
-    /// release or shutdown and give up.
-    pub fn wake_waiters(&self) {
-        self.admitted.notify_all();
     }
 
     /// Ends an upload: counts it, lets go of the resource, settles the
@@ -375,7 +318,7 @@ impl<T: TransferBackend> Core<T> {
         for job in queued {
             self.cancel_removed(job);
         }
-        self.admitted.notify_all();
+        self.gate.wake();
         self.landings.lock().take();
     }
 }

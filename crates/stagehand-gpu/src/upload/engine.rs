@@ -2,10 +2,10 @@
 //! [`TransferBackend`]. It starts the workers and the completion thread,
 //! makes streamed resources, and shuts everything down when dropped.
 
+use super::UploadStats;
 use super::core::{Core, EngineThread, Landing, Settings};
 use super::error::UploadError;
 use super::resource::{Resource, StagingPolicy, Streamed};
-use super::stats::UploadStats;
 use super::transfer::TransferBackend;
 use super::{EngineConfig, StreamOptions, ThreadPriority, UploadPriority, worker};
 use crate::diag::sections::UploadSection;

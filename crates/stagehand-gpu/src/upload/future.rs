@@ -1,13 +1,13 @@
 //! [`Upload`]: the handle an upload returns at once, resolved when it ends.
 
 use super::error::UploadError;
-use parking_lot::{Condvar, Mutex};
+use crate::sync::{AtomicBool, AtomicU8, AtomicU64, Condvar, Mutex};
 use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -88,7 +88,7 @@ pub(crate) struct UploadShared {
     /// One of [`phase`]; moves only forward.
     pub phase: AtomicU8,
     /// Set by `cancel` on a started upload; the worker checks it before submitting.
-    pub cancel_requested: std::sync::atomic::AtomicBool,
+    pub cancel_requested: AtomicBool,
     inner: Mutex<Inner>,
     ended: Condvar,
     /// Counts callbacks that panicked, engine-wide.

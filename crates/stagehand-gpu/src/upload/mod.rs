@@ -45,9 +45,12 @@ mod streamed;
 mod transfer;
 mod worker;
 
+#[cfg(all(test, stagehand_loom))]
+mod models;
 #[cfg(test)]
 mod tests;
 
+pub use crate::diag::sections::upload::UploadStats;
 pub use admission::IfFull;
 pub use admit::Admit;
 pub use engine::{Engine, MAX_STAGING_BUFFERS, set_priority};
@@ -57,7 +60,6 @@ pub use frame_slot::FrameSlot;
 pub use future::{Cancel, StageTimes, Upload, UploadOutcome, UploadPhase, UploadStatus};
 pub use region::{CopyLayout, SourceLayout, TextureRegion};
 pub use resource::{ResourceStats, StagingPolicy};
-pub use stats::UploadStats;
 pub use streamed::{StreamedBuffer, StreamedTexture, UploadEngine};
 pub use transfer::{CopyPlan, TransferBackend};
 

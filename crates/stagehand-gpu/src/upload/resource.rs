@@ -9,11 +9,11 @@ use super::region::TextureRegion;
 use super::stats::Counters;
 use super::transfer::{CopyPlan, TransferBackend};
 use super::{StreamOptions, UploadPriority};
+use crate::sync::{AtomicBool, Condvar, Mutex};
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// One streamed resource's numbers.
@@ -126,7 +126,7 @@ pub(crate) struct Admitted {
 impl Books {
     /// Admits one upload to `key` within `limit`, superseding a queued one
     /// to the same region, waiting (or not) while the resource is full.
-    fn admit(
+    pub(super) fn admit(
         &self,
         key: RegionKey,
         upload: &Arc<UploadShared>,
@@ -144,6 +144,14 @@ impl Books {
             superseded = Some(old);
         }
         let result = loop {
+            // Asked under the lock, before taking a place: a release that
+            // set its flag before this lock was taken is seen here, and one
+            // after finds this upload counted and waits for it (an upload
+            // let in after `release` returned was found by the model
+            // `release_waits_for_every_upload_it_let_in`).
+            if let Err(e) = open() {
+                break Err(e);
+            }
             if p.count < limit {
                 p.count += 1;
                 p.queued.insert(key, Arc::clone(upload));
@@ -153,9 +161,6 @@ impl Books {
                 break Err(UploadError::WouldBlock(
                     "the resource has as many uploads in flight as staging buffers",
                 ));
-            }
-            if let Err(e) = open() {
-                break Err(e);
             }
             self.ended.wait(&mut p);
         };
@@ -180,15 +185,29 @@ impl Books {
     }
 
     /// Waits until every upload counted here has ended.
-    fn wait_idle(&self) {
+    pub(super) fn wait_idle(&self) {
         let mut p = self.pending.lock();
         while p.count > 0 {
             self.ended.wait(&mut p);
         }
     }
 
-    fn is_released(&self) -> bool {
+    pub(super) fn is_released(&self) -> bool {
         self.released.load(Ordering::Acquire)
+    }
+
+    /// Marks the resource released and wakes whoever waits for room in it,
+    /// to look again; false if it already was.
+    pub(super) fn release(&self) -> bool {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        // Taking the lock orders the flag before any admission that
+        // follows: one that held the lock first is counted, and
+        // `wait_idle` waits for it; one after sees the flag.
+        drop(self.pending.lock());
+        self.ended.notify_all();
+        true
     }
 }
 
@@ -366,7 +385,8 @@ impl<T: TransferBackend> Streamed<T> {
         let upload = UploadShared::new(Arc::clone(&core.panics));
         upload.admitted.store(staging_bytes, Ordering::Release);
         let background = resource.is_background();
-        core.admit_bytes(staging_bytes, background, if_full, || resource.check_open())?;
+        core.gate
+            .enter(staging_bytes, background, if_full, || resource.check_open())?;
         let admitted = resource.books.admit(
             RegionKey::of(&plan),
             &upload,
@@ -383,7 +403,7 @@ impl<T: TransferBackend> Streamed<T> {
             );
         }
         if let Err(e) = admitted.result {
-            core.unadmit_refused(staging_bytes, background);
+            core.gate.leave(staging_bytes, background);
             return Err(e);
         }
         Counters::bump(&core.counters.queued);
@@ -417,13 +437,11 @@ impl<T: TransferBackend> Streamed<T> {
     pub fn release(&self) {
         let resource = &self.resource;
         let core = &resource.core;
-        if resource.books.released.swap(true, Ordering::AcqRel) {
+        if !resource.books.release() {
             return;
         }
-        // Whoever waits for room in this resource or the engine looks again.
-        drop(resource.books.pending.lock());
-        resource.books.ended.notify_all();
-        core.wake_waiters();
+        // Whoever waits for room in the engine looks again.
+        core.gate.wake();
         let queued = core
             .schedule
             .lock()

@@ -1,6 +1,7 @@
-//! What the engine reports about itself.
+//! The engine's event counters and bandwidth window; the numbers it
+//! reports are [`UploadStats`].
 
-use serde::Serialize;
+use crate::diag::sections::upload::UploadStats;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -83,35 +84,6 @@ impl Counters {
     pub fn drop_one(c: &AtomicU64) {
         c.fetch_sub(1, Relaxed);
     }
-}
-
-/// The engine's numbers at one moment.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct UploadStats {
-    /// Worker threads.
-    pub workers: usize,
-    /// The priority asked for, and whether the OS applied it.
-    pub priority: String,
-    /// Uploads accepted and not yet started.
-    pub queued: u64,
-    /// Uploads started and not yet landed.
-    pub active: u64,
-    /// Uploads landed.
-    pub completed: u64,
-    /// Uploads cancelled (by the caller, by release or by shutdown).
-    pub cancelled: u64,
-    /// Uploads replaced by a newer one to the same region before starting.
-    pub superseded: u64,
-    /// Uploads that failed.
-    pub failed: u64,
-    /// Bytes of texel or buffer data landed.
-    pub bytes_uploaded: u64,
-    /// Bytes landed per second, over the last second.
-    pub bandwidth: f64,
-    /// Bytes the engine's staging pool holds.
-    pub staging_held: u64,
-    /// Callbacks that panicked (caught; the upload still ended normally).
-    pub callback_panics: u64,
 }
 
 pub(crate) fn load(c: &AtomicU64) -> u64 {

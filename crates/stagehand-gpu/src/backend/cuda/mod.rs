@@ -19,19 +19,17 @@
 //!
 //! Every unsafe call into the driver lives in this module and its children.
 
-mod counts;
 mod handles;
 pub mod memory;
 mod transfer;
 
-pub use counts::CudaCounts;
+pub use crate::diag::sections::cuda::{CudaCounts, CudaInfo};
 pub use handles::{Event, Stream};
 pub use memory::{DeviceBlock, DeviceBuffer, DeviceMemory, DevicePool, PinnedBlock, PinnedMemory};
 pub use transfer::{CudaInFlight, CudaTransfer};
 
 use crate::diag::{ObjectKind, Token, Tracker};
 use cudarc::driver::{CudaContext, DriverError, sys};
-use serde::Serialize;
 use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -128,25 +126,6 @@ pub fn driver_present() -> bool {
     // SAFETY: this only tries to open the library by name; it calls nothing
     // in it.
     unsafe { sys::is_culib_present() }
-}
-
-/// What the device is.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct CudaInfo {
-    /// The device's ordinal.
-    pub ordinal: usize,
-    /// Its name.
-    pub name: String,
-    /// Compute capability, major and minor.
-    pub compute_capability: (i32, i32),
-    /// The driver's CUDA version, e.g. 12080 for 12.8.
-    pub driver_version: i32,
-    /// Device memory, bytes.
-    pub total_memory: u64,
-    /// Whether the device supports stream-ordered memory pools
-    /// (`cuMemAllocAsync`). stagehand's pool does not use them; see
-    /// [`DevicePool`].
-    pub memory_pools: bool,
 }
 
 /// What every CUDA object made through one [`Cuda`] shares: the context

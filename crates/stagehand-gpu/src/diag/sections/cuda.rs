@@ -1,12 +1,13 @@
 //! The `cuda` section: the device, its memory, live CUDA objects, pools and
 //! pinned staging; or one line saying why CUDA is unavailable.
 
-use crate::backend::cuda::{CudaCounts, CudaError, CudaInfo};
 use crate::diag::report::{Block, Cell, Row, Section, Table, View};
 use crate::diag::sections::PoolSection;
-use crate::pool::PoolStats;
-use crate::upload::UploadStats;
+use crate::diag::sections::pool::PoolStats;
+use crate::diag::sections::upload::UploadStats;
+use crate::diag::{ObjectKind, Snapshot, Tracker};
 use serde::Serialize;
+use std::fmt;
 
 /// What the report says about CUDA.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -45,7 +46,7 @@ impl CudaSection {
     }
 
     /// The one-line section for a machine where CUDA could not be opened.
-    pub fn unavailable(why: &CudaError) -> Self {
+    pub fn unavailable(why: &dyn fmt::Display) -> Self {
         Self {
             unavailable: Some(why.to_string()),
             device: None,
@@ -147,5 +148,63 @@ impl Section for CudaSection {
                 "live objects: made through stagehand and not yet freed; memory free: cuMemGetInfo, which counts every process on the device.".into(),
             ],
         }
+    }
+}
+
+/// What the device is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CudaInfo {
+    /// The device's ordinal.
+    pub ordinal: usize,
+    /// Its name.
+    pub name: String,
+    /// Compute capability, major and minor.
+    pub compute_capability: (i32, i32),
+    /// The driver's CUDA version, e.g. 12080 for 12.8.
+    pub driver_version: i32,
+    /// Device memory, bytes.
+    pub total_memory: u64,
+    /// Whether the device supports stream-ordered memory pools
+    /// (`cuMemAllocAsync`). stagehand's pool does not use them; see
+    /// [`DevicePool`].
+    pub memory_pools: bool,
+}
+
+/// Live CUDA objects and their bytes at one moment, as counted by the
+/// tracker a [`Cuda`](super::Cuda) was opened with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CudaCounts {
+    /// Device allocations (`cuMemAlloc`) alive.
+    pub device_allocations: u64,
+    /// Their bytes.
+    pub device_bytes: u64,
+    /// Page-locked host buffers (`cuMemHostAlloc`) alive.
+    pub pinned_buffers: u64,
+    /// Their bytes.
+    pub pinned_bytes: u64,
+    /// Streams alive.
+    pub streams: u64,
+    /// Events alive.
+    pub events: u64,
+}
+
+impl CudaCounts {
+    /// The CUDA rows of `snapshot`.
+    pub fn from_snapshot(snapshot: &Snapshot) -> Self {
+        let device = snapshot.get(ObjectKind::CudaDeviceMemory);
+        let pinned = snapshot.get(ObjectKind::CudaPinnedMemory);
+        Self {
+            device_allocations: device.count,
+            device_bytes: device.bytes,
+            pinned_buffers: pinned.count,
+            pinned_bytes: pinned.bytes,
+            streams: snapshot.get(ObjectKind::CudaStream).count,
+            events: snapshot.get(ObjectKind::CudaEvent).count,
+        }
+    }
+
+    /// The CUDA rows of `tracker` now.
+    pub fn of(tracker: &Tracker) -> Self {
+        Self::from_snapshot(&tracker.snapshot())
     }
 }

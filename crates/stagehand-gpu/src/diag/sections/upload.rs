@@ -1,7 +1,6 @@
 //! The `uploads` section: the upload engine's workers, queue and bandwidth.
 
 use crate::diag::report::{Block, Cell, Section, View};
-use crate::upload::UploadStats;
 use serde::Serialize;
 
 /// The numbers of an upload engine.
@@ -43,4 +42,33 @@ impl Section for UploadSection {
             footnotes: vec!["bandwidth: bytes landed over the last second; staging held: the engine's staging pool.".into()],
         }
     }
+}
+
+/// The engine's numbers at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct UploadStats {
+    /// Worker threads.
+    pub workers: usize,
+    /// The priority asked for, and whether the OS applied it.
+    pub priority: String,
+    /// Uploads accepted and not yet started.
+    pub queued: u64,
+    /// Uploads started and not yet landed.
+    pub active: u64,
+    /// Uploads landed.
+    pub completed: u64,
+    /// Uploads cancelled (by the caller, by release or by shutdown).
+    pub cancelled: u64,
+    /// Uploads replaced by a newer one to the same region before starting.
+    pub superseded: u64,
+    /// Uploads that failed.
+    pub failed: u64,
+    /// Bytes of texel or buffer data landed.
+    pub bytes_uploaded: u64,
+    /// Bytes landed per second, over the last second.
+    pub bandwidth: f64,
+    /// Bytes the engine's staging pool holds.
+    pub staging_held: u64,
+    /// Callbacks that panicked (caught; the upload still ended normally).
+    pub callback_panics: u64,
 }
