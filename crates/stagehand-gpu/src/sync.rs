@@ -42,10 +42,6 @@ mod model {
         pub fn lock(&self) -> MutexGuard<'_, T> {
             MutexGuard(Some(self.0.lock().unwrap_or_else(|p| p.into_inner())))
         }
-
-        pub fn get_mut(&mut self) -> &mut T {
-            self.0.get_mut().unwrap_or_else(|p| p.into_inner())
-        }
     }
 
     impl<T> Deref for MutexGuard<'_, T> {

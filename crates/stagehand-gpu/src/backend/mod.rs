@@ -2,7 +2,7 @@
 //!
 //! - [`wgpu`]: Vulkan, Metal, DX12 and OpenGL, including the software
 //!   adapters lavapipe and llvmpipe.
-//! - [`cuda`] (feature `cuda`): NVIDIA GPUs through the CUDA driver,
+//! - `cuda` (feature `cuda`): NVIDIA GPUs through the CUDA driver,
 //!   loaded at run time.
 //! - [`fault`]: a pool backend with faults on demand, for tests.
 

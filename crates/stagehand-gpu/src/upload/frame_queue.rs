@@ -5,9 +5,6 @@
 use super::error::UploadError;
 use super::frame_slot::FrameSlot;
 use super::future::{Upload, UploadStatus};
-use super::resource::StagingPolicy;
-use super::streamed::StreamedTexture;
-use super::{StreamOptions, UploadEngine};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
@@ -313,7 +310,7 @@ fn deadline(timeout: Duration) -> Option<Instant> {
 /// Slots fill on different upload workers, so frames can land out of
 /// order; the screen still only moves forward. A frame that lands after a
 /// newer one went on screen is dropped, never shown.
-pub struct FrameQueue<S: FrameSlot = StreamedTexture> {
+pub struct FrameQueue<S: FrameSlot = crate::backend::wgpu::upload::StreamedTexture> {
     targets: Vec<S>,
     state: Mutex<State>,
     /// Rung by every change waiters look for; uploads ring it as they end.
@@ -323,32 +320,7 @@ pub struct FrameQueue<S: FrameSlot = StreamedTexture> {
     closed: AtomicBool,
 }
 
-impl FrameQueue<StreamedTexture> {
-    /// A queue of `config.depth` textures like `desc` on `engine`.
-    pub fn new(
-        engine: &UploadEngine,
-        desc: &wgpu::TextureDescriptor<'_>,
-        config: FrameQueueConfig,
-    ) -> Result<Self, UploadError> {
-        check_depth(config.depth)?;
-        let options = StreamOptions {
-            priority: super::UploadPriority::Normal,
-            policy: StagingPolicy::Ring(config.staging_buffers),
-            rows_per_submit: config.rows_per_submit,
-        };
-        let textures = (0..config.depth)
-            .map(|_| engine.create_texture_with(desc, options))
-            .collect::<Result<Vec<_>, _>>()?;
-        Self::from_slots(textures, config.frame_duration)
-    }
-
-    /// The texture of a slot.
-    pub fn texture(&self, slot: usize) -> &wgpu::Texture {
-        self.targets[slot].texture()
-    }
-}
-
-fn check_depth(depth: usize) -> Result<(), UploadError> {
+pub(crate) fn check_depth(depth: usize) -> Result<(), UploadError> {
     if depth < 2 {
         return Err(UploadError::InvalidConfig(
             "a frame queue needs at least 2 slots".into(),

@@ -1,19 +1,19 @@
 //! [`FrameSlot`]: what a [`FrameQueue`](super::FrameQueue) fills, one frame
-//! at a time. A streamed texture on wgpu, a streamed buffer on any backend
-//! (a CUDA device buffer, a wgpu storage buffer).
+//! at a time: a streamed buffer on any backend (a CUDA device buffer, a
+//! wgpu storage buffer), or a streamed texture on wgpu
+//! (`backend/wgpu/upload.rs`).
 
 use super::IfFull;
 use super::error::UploadError;
 use super::future::Upload;
-use super::region::{CopyLayout, TextureRegion};
-use super::streamed::{StreamedBuffer, StreamedTexture};
+use super::streamed::StreamedBuffer;
 use super::transfer::TransferBackend;
 use bytes::Bytes;
 
 /// A streamed resource that holds one whole frame.
 pub trait FrameSlot: Send + Sync + 'static {
     /// How a frame lies in staging memory, handed to a fill closure: a
-    /// [`CopyLayout`] (row pitch and rows) for a texture, the frame's length
+    /// [`CopyLayout`](super::CopyLayout) (row pitch and rows) for a texture, the frame's length
     /// in bytes for a buffer.
     type Layout;
 
@@ -28,22 +28,6 @@ pub trait FrameSlot: Send + Sync + 'static {
         &self,
         fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>, &Self::Layout) + Send + 'static,
     ) -> Result<Upload, UploadError>;
-}
-
-impl FrameSlot for StreamedTexture {
-    type Layout = CopyLayout;
-
-    fn upload_frame(&self, data: Bytes) -> Result<Upload, UploadError> {
-        StreamedTexture::upload_frame(self, data)
-    }
-
-    fn fill_frame(
-        &self,
-        fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>, &CopyLayout) + Send + 'static,
-    ) -> Result<Upload, UploadError> {
-        let region = TextureRegion::frame(self.texture().size());
-        self.upload_with(region, fill, IfFull::Wait)
-    }
 }
 
 impl<T: TransferBackend> FrameSlot for StreamedBuffer<T> {

@@ -28,17 +28,21 @@
 //! had already ended); they must not block on the engine.
 
 mod admission;
+/// The upload engine on CUDA (feature `cuda`): [`CudaUploadEngine`](cuda::CudaUploadEngine)
+/// and its streamed buffers, written in `backend/cuda/upload.rs`.
+#[cfg(feature = "cuda")]
+pub mod cuda {
+    pub use crate::backend::cuda::upload::{CudaStreamedBuffer, CudaUploadEngine};
+}
 mod admit;
 mod core;
-#[cfg(feature = "cuda")]
-pub mod cuda;
 mod engine;
 mod error;
-mod frame_queue;
+pub(crate) mod frame_queue;
 mod frame_slot;
 mod future;
 pub mod region;
-mod resource;
+pub(crate) mod resource;
 mod schedule;
 mod stats;
 mod streamed;
@@ -50,6 +54,7 @@ mod models;
 #[cfg(test)]
 mod tests;
 
+pub use crate::backend::wgpu::upload::{StreamedTexture, UploadEngine};
 pub use crate::diag::sections::upload::UploadStats;
 pub use admission::IfFull;
 pub use admit::Admit;
@@ -60,7 +65,7 @@ pub use frame_slot::FrameSlot;
 pub use future::{Cancel, StageTimes, Upload, UploadOutcome, UploadPhase, UploadStatus};
 pub use region::{CopyLayout, SourceLayout, TextureRegion};
 pub use resource::{ResourceStats, StagingPolicy};
-pub use streamed::{StreamedBuffer, StreamedTexture, UploadEngine};
+pub use streamed::StreamedBuffer;
 pub use transfer::{CopyPlan, TransferBackend};
 
 use std::sync::Arc;

@@ -196,35 +196,10 @@ fn play_to(
         .sample
         .is_float()
         .then_some(options.display);
-    let mut output = match screen {
-        None => Output::Offscreen,
-        Some(screen) => {
-            let info = screen.attach(gpu, options.present, options.fps)?;
-            screen.set_timeline_len(opened.len);
-            let overlay = Overlay::new(gpu, screen.format())?;
-            Output::Window(Box::new(Windowed {
-                screen,
-                overlay,
-                hud: true,
-                info,
-                cells: Vec::new(),
-                cells_at: None,
-                text_at: None,
-                presents: std::collections::VecDeque::new(),
-                playhead: None,
-                lines: Vec::new(),
-                drawn: None,
-                dirty: true,
-            }))
-        }
-    };
-    let target_format = match &output {
-        Output::Offscreen => crate::render::OUTPUT_FORMAT,
-        Output::Window(w) => w.screen.format(),
-    };
-    let output_size = match &output {
-        Output::Offscreen => options.output_size,
-        Output::Window(w) => w.screen.size(),
+    let mut output = open_output(gpu, screen, options, &opened)?;
+    let (target_format, output_size) = match &output {
+        Output::Offscreen => (crate::render::OUTPUT_FORMAT, options.output_size),
+        Output::Window(w) => (w.screen.format(), w.screen.size()),
     };
     let mut renderer = Renderer::new(
         gpu,
@@ -267,26 +242,13 @@ fn play_to(
         )?,
         Feed::Synthetic(_) => Vec::new(),
     };
-    let mut run = Run {
-        shared: Arc::clone(&shared),
-        feed: &opened.feed,
-        producer: None,
+    let mut run = Run::new(
+        Arc::clone(&shared),
+        &opened.feed,
         decoders,
-        blocked: Vec::new(),
-        render: Vec::new(),
-        saved: Vec::new(),
-        passes: Vec::new(),
         gpu_cache,
-        screen: None,
-        gaps: 0,
-        tier_leftover: 0,
-        tier_discarded: 0,
-        intervals: Vec::new(),
-        present_calls: Vec::new(),
-        last_present: None,
         display,
-        ticks_run: 0,
-    };
+    );
     let result = run.play(
         gpu,
         engine,
@@ -297,10 +259,73 @@ fn play_to(
     );
     let frames_run = run.stop();
     let played = result?;
-    let (ticks, next_tick) = (played.ticks, played.next_tick);
-    let (preroll, prerolled, first_second_peak) =
-        (played.preroll, played.prerolled, played.first_second_peak);
     let frames = frames_run?;
+    let ended = Ended {
+        played,
+        frames,
+        output,
+        output_size,
+        display,
+    };
+    Ok(summarize(gpu, engine, options, &opened, &mut run, ended))
+}
+
+/// The output playback draws into: offscreen, or the screen's window with
+/// its overlay.
+fn open_output<'s>(
+    gpu: &Arc<Gpu>,
+    screen: Option<&'s mut Screen>,
+    options: &PlayOptions,
+    opened: &Opened,
+) -> Result<Output<'s>, PlayError> {
+    let Some(screen) = screen else {
+        return Ok(Output::Offscreen);
+    };
+    let info = screen.attach(gpu, options.present, options.fps)?;
+    screen.set_timeline_len(opened.len);
+    let overlay = Overlay::new(gpu, screen.format())?;
+    Ok(Output::Window(Box::new(Windowed {
+        screen,
+        overlay,
+        hud: true,
+        info,
+        cells: Vec::new(),
+        cells_at: None,
+        text_at: None,
+        presents: std::collections::VecDeque::new(),
+        playhead: None,
+        lines: Vec::new(),
+        drawn: None,
+        dirty: true,
+    })))
+}
+
+/// How a run ended, for its summary.
+struct Ended<'s> {
+    played: run::Played,
+    frames: stagehand_gpu::upload::FrameStats,
+    output: Output<'s>,
+    output_size: (u32, u32),
+    display: Option<Display>,
+}
+
+/// What a finished run did, from its counters.
+fn summarize(
+    gpu: &Gpu,
+    engine: &UploadEngine,
+    options: &PlayOptions,
+    opened: &Opened,
+    run: &mut Run<'_>,
+    ended: Ended<'_>,
+) -> PlaySummary {
+    let Ended {
+        played,
+        mut frames,
+        output,
+        output_size,
+        display,
+    } = ended;
+    let shared = Arc::clone(&run.shared);
     let c = &shared.counters;
     let seconds = shared
         .clock
@@ -315,27 +340,29 @@ fn play_to(
     // What the render loop ran: pushes (and ticks left to the GPU tier)
     // past its last tick do not count, and neither do frames they made.
     let gaps = run.gaps;
-    let frames_in_range = ticks.saturating_sub(gaps);
+    let frames_in_range = played.ticks.saturating_sub(gaps);
     let beyond = c
         .recent_pushes
         .lock()
         .iter()
-        .filter(|&&k| k >= next_tick)
+        .filter(|&&k| k >= played.next_tick)
         .count() as u64;
     // Frames pushed for places a seek left were never due.
     let pushed = c
         .pushed
         .load(Ordering::Relaxed)
         .saturating_sub(beyond + frames.discarded);
-    let mut frames = frames;
     frames.pushed = frames.pushed.saturating_sub(beyond);
     frames.dropped = frames.dropped.saturating_sub(beyond);
     let left_to_tier = c
         .left_to_tier
         .load(Ordering::Relaxed)
         .saturating_sub(run.tier_leftover + run.tier_discarded);
+    let per_second = |amount: f64, seconds: f64| {
+        if seconds > 0.0 { amount / seconds } else { 0.0 }
+    };
     let source_numbers = |pos: usize| number_at(&opened.feed, pos);
-    Ok(PlaySummary {
+    PlaySummary {
         adapter: format!("{} ({:?})", gpu.info().name, gpu.info().backend),
         source: options
             .source
@@ -360,50 +387,34 @@ fn play_to(
         mode: options.mode,
         format: opened.plan.clone(),
         display,
-        preroll,
-        prerolled_frames: prerolled,
+        preroll: played.preroll,
+        prerolled_frames: played.prerolled,
         frames_in_range,
         frames,
         never_pushed: frames_in_range.saturating_sub(pushed + left_to_tier),
         gaps,
         passes: std::mem::take(&mut run.passes),
-        ticks,
+        ticks: played.ticks,
         seconds,
-        achieved_fps: if seconds > 0.0 {
-            frames.shown as f64 / seconds
-        } else {
-            0.0
-        },
+        achieved_fps: per_second(frames.shown as f64, seconds),
         waited: shared.clock.waited().as_secs_f64(),
         upload_latency: Millis::of(c.latencies.lock().clone()),
         blocked: Millis::of(std::mem::take(&mut run.blocked)),
         render: Millis::of(std::mem::take(&mut run.render)),
-        decode_bandwidth: if decoded > 0.0 {
-            c.decoded_bytes.load(Ordering::Relaxed) as f64 / decoded
-        } else {
-            0.0
-        },
-        decode_fps_per_thread: if decoded > 0.0 {
-            c.decoded_frames.load(Ordering::Relaxed) as f64 / decoded
-        } else {
-            0.0
-        },
-        upload_bandwidth: if seconds > 0.0 {
-            (frames.pushed * frame_bytes) as f64 / seconds
-        } else {
-            0.0
-        },
+        decode_bandwidth: per_second(c.decoded_bytes.load(Ordering::Relaxed) as f64, decoded),
+        decode_fps_per_thread: per_second(c.decoded_frames.load(Ordering::Relaxed) as f64, decoded),
+        upload_bandwidth: per_second((frames.pushed * frame_bytes) as f64, seconds),
         gpu_cache: run.gpu_cache.as_ref().map(GpuCache::stats),
         cache: match &opened.feed {
             Feed::Sequence { cache, .. } => Some(cache.stats()),
             Feed::Synthetic(_) => None,
         },
-        peak_staging: peak_now.max(first_second_peak.unwrap_or(0)),
+        peak_staging: peak_now.max(played.first_second_peak.unwrap_or(0)),
         peak_textures: gpu
             .tracker()
             .stats(stagehand_gpu::ObjectKind::Texture)
             .peak_bytes,
-        peak_staging_after_warmup: if first_second_peak.is_some() {
+        peak_staging_after_warmup: if played.first_second_peak.is_some() {
             peak_now
         } else {
             0
@@ -417,7 +428,7 @@ fn play_to(
             })
             .collect(),
         saved: std::mem::take(&mut run.saved),
-    })
+    }
 }
 
 /// The frame number of position `pos`: the sequence's own where names
@@ -449,49 +460,114 @@ fn open_feed(gpu: &Gpu, options: &PlayOptions, windowed: bool) -> Result<Opened,
         .device()
         .features()
         .contains(wgpu::Features::TEXTURE_FORMAT_16BIT_NORM);
-    let Some(spec) = &options.source else {
-        let info = FrameInfo {
-            width: options.size.0,
-            height: options.size.1,
-            channels: 4,
-            sample: SampleType::U8,
-        };
-        let plan = format::choose(info, crate::FormatChoice::Rgba8, has_16bit_norm)?;
-        let len = options
-            .frames
-            .unwrap_or_else(|| (options.fps * 5.0).ceil() as u64);
-        let start = match options.seek {
-            None => 0,
-            Some(n) if (0..len as i64).contains(&n) => n as usize,
-            Some(n) => {
-                return Err(PlayError::InvalidOption(format!(
-                    "--seek {n}: synthetic playback has frames 0 to {}",
-                    len.saturating_sub(1)
-                )));
-            }
-        };
-        return Ok(Opened {
-            feed: Feed::Synthetic(Arc::new(pattern::Painter::new(
-                options.size.0,
-                options.size.1,
-            ))),
-            len: len as usize,
-            start,
-            size: options.size,
-            plan,
-            total: ticks_to_run(options, len, start as u64, windowed),
-        });
+    match &options.source {
+        None => open_synthetic(options, has_16bit_norm, windowed),
+        Some(spec) => open_sequence(spec, options, has_16bit_norm, windowed),
+    }
+}
+
+/// The synthetic feed: painted frames of `options.size`.
+fn open_synthetic(
+    options: &PlayOptions,
+    has_16bit_norm: bool,
+    windowed: bool,
+) -> Result<Opened, PlayError> {
+    let info = FrameInfo {
+        width: options.size.0,
+        height: options.size.1,
+        channels: 4,
+        sample: SampleType::U8,
     };
+    let plan = format::choose(info, crate::FormatChoice::Rgba8, has_16bit_norm)?;
+    let len = options
+        .frames
+        .unwrap_or_else(|| (options.fps * 5.0).ceil() as u64);
+    let start = match options.seek {
+        None => 0,
+        Some(n) if (0..len as i64).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(PlayError::InvalidOption(format!(
+                "--seek {n}: synthetic playback has frames 0 to {}",
+                len.saturating_sub(1)
+            )));
+        }
+    };
+    Ok(Opened {
+        feed: Feed::Synthetic(Arc::new(pattern::Painter::new(
+            options.size.0,
+            options.size.1,
+        ))),
+        len: len as usize,
+        start,
+        size: options.size,
+        plan,
+        total: ticks_to_run(options, len, start as u64, windowed),
+    })
+}
+
+/// An image sequence, every header read, with its frame cache.
+fn open_sequence(
+    spec: &Path,
+    options: &PlayOptions,
+    has_16bit_norm: bool,
+    windowed: bool,
+) -> Result<Opened, PlayError> {
     let sequence = Sequence::open(spec, options.range)?;
+    let (info, largest) = probe_all(spec, &sequence)?;
+    let plan = format::choose(info, options.format, has_16bit_norm)?;
+    let len = sequence.len() as u64;
+    let start = match options.seek {
+        None => 0,
+        Some(n) => seek_position(&sequence, n)?,
+    };
+    let total = ticks_to_run(options, len, start as u64, windowed);
+    let sequence = Arc::new(sequence);
+    let read_behind = (options.read_behind * options.fps).ceil() as usize;
+    let config = CacheConfig {
+        budget: options
+            .cache_bytes
+            .unwrap_or_else(crate::cache::default_budget),
+        read_behind,
+        looped: options.looped,
+        hand_over: options.threads + 1,
+    };
+    let gaps: HashSet<usize> = sequence
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.path.is_none())
+        .map(|(i, _)| i)
+        .collect();
+    let cache = Arc::new(FrameCache::new(
+        config,
+        sequence.len(),
+        gaps,
+        largest as u64,
+    ));
+    Ok(Opened {
+        feed: Feed::Sequence {
+            sequence: Arc::clone(&sequence),
+            cache,
+        },
+        len: sequence.len(),
+        start,
+        size: (info.width, info.height),
+        plan,
+        total,
+    })
+}
+
+/// Reads every frame's header, so a frame of another size is an error
+/// before anything plays. Frames may differ in channels and sample type
+/// (a folder of 8- and 16-bit PNGs): the answer is the most precise of
+/// them, so that the texture chosen loses none of any frame's precision,
+/// with the largest frame's bytes.
+fn probe_all(spec: &Path, sequence: &Sequence) -> Result<(FrameInfo, usize), PlayError> {
     let first = sequence
         .first_file()
-        .ok_or_else(|| PlayError::NoFrames(spec.clone()))?
+        .ok_or_else(|| PlayError::NoFrames(spec.to_owned()))?
         .to_owned();
     let first_info = source::probe(&first)?;
-    // Every header is read now, so a frame of another size is an error
-    // before anything plays. Frames may differ in channels and sample type
-    // (a folder of 8- and 16-bit PNGs): the texture is chosen for the most
-    // precise of them, so none loses precision to another.
     let mut info = first_info;
     let mut largest = first_info.bytes();
     for path in sequence.entries.iter().filter_map(|e| e.path.as_deref()) {
@@ -513,59 +589,28 @@ fn open_feed(gpu: &Gpu, options: &PlayOptions, windowed: bool) -> Result<Opened,
         }
         largest = largest.max(got.bytes());
     }
-    let plan = format::choose(info, options.format, has_16bit_norm)?;
-    let len = sequence.len() as u64;
-    let start = match options.seek {
-        None => 0,
-        Some(n) => sequence
-            .entries
-            .iter()
-            .position(|e| e.number.unwrap_or(-1) == n)
-            .or_else(|| {
-                // Names without numbers: the seek is a position.
-                (sequence.entries.iter().all(|e| e.number.is_none())
-                    && (0..len as i64).contains(&n))
-                .then_some(n as usize)
-            })
-            .ok_or_else(|| {
-                PlayError::InvalidOption(format!(
-                    "--seek {n}: the sequence has frames {} to {}",
-                    number_of(&sequence, 0),
-                    number_of(&sequence, sequence.len().saturating_sub(1))
-                ))
-            })?,
-    };
-    let total = ticks_to_run(options, len, start as u64, windowed);
-    let sequence = Arc::new(sequence);
-    let frame_bytes = largest as u64;
-    let read_behind = (options.read_behind * options.fps).ceil() as usize;
-    let config = CacheConfig {
-        budget: options
-            .cache_bytes
-            .unwrap_or_else(crate::cache::default_budget),
-        read_behind,
-        looped: options.looped,
-        hand_over: options.threads + 1,
-    };
-    let gaps: HashSet<usize> = sequence
+    Ok((info, largest))
+}
+
+/// The position of frame number `n` (`--seek`): by the numbers in the
+/// names, or, where names carry none, `n` itself.
+fn seek_position(sequence: &Sequence, n: i64) -> Result<usize, PlayError> {
+    let len = sequence.len();
+    sequence
         .entries
         .iter()
-        .enumerate()
-        .filter(|(_, e)| e.path.is_none())
-        .map(|(i, _)| i)
-        .collect();
-    let cache = Arc::new(FrameCache::new(config, sequence.len(), gaps, frame_bytes));
-    Ok(Opened {
-        feed: Feed::Sequence {
-            sequence: Arc::clone(&sequence),
-            cache,
-        },
-        len: sequence.len(),
-        start,
-        size: (info.width, info.height),
-        plan,
-        total,
-    })
+        .position(|e| e.number.unwrap_or(-1) == n)
+        .or_else(|| {
+            (sequence.entries.iter().all(|e| e.number.is_none()) && (0..len as i64).contains(&n))
+                .then_some(n as usize)
+        })
+        .ok_or_else(|| {
+            PlayError::InvalidOption(format!(
+                "--seek {n}: the sequence has frames {} to {}",
+                number_of(sequence, 0),
+                number_of(sequence, len.saturating_sub(1))
+            ))
+        })
 }
 
 fn number_of(sequence: &Sequence, pos: usize) -> i64 {

@@ -42,6 +42,16 @@ pub(super) struct Run<'a> {
     pub(super) ticks_run: u64,
 }
 
+/// What waiting for a tick ended with.
+enum Wake {
+    /// Playback ends: the window closed, or the user quit.
+    Quit,
+    /// Not this tick's time (paused, or woken early): wait again.
+    Again,
+    /// The tick is due: show it.
+    Due,
+}
+
 /// What the render loop did.
 pub(super) struct Played {
     /// Ticks run.
@@ -54,6 +64,39 @@ pub(super) struct Played {
     pub(super) prerolled: u64,
     /// The staging peak of the first second.
     pub(super) first_second_peak: Option<u64>,
+}
+
+impl<'a> Run<'a> {
+    /// A run of `feed` that has not started: no producer yet, nothing
+    /// measured.
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        feed: &'a Feed,
+        decoders: Vec<JoinHandle<()>>,
+        gpu_cache: Option<GpuCache>,
+        display: Option<Display>,
+    ) -> Self {
+        Self {
+            shared,
+            feed,
+            producer: None,
+            decoders,
+            blocked: Vec::new(),
+            render: Vec::new(),
+            saved: Vec::new(),
+            passes: Vec::new(),
+            gpu_cache,
+            screen: None,
+            gaps: 0,
+            tier_leftover: 0,
+            tier_discarded: 0,
+            intervals: Vec::new(),
+            present_calls: Vec::new(),
+            last_present: None,
+            display,
+            ticks_run: 0,
+        }
+    }
 }
 
 impl Drop for Run<'_> {
@@ -104,49 +147,10 @@ impl Run<'_> {
         }
         while self.ticks_run < shared.total {
             self.check_failed()?;
-            let paused = shared.clock.paused();
-            let due = shared.clock.due(shared.pts(tick));
-            // Wait for the tick's time (or, paused, for the user), handling
-            // the window's events meanwhile.
-            let commands = match output {
-                Output::Offscreen => {
-                    if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                        std::thread::sleep(wait);
-                    }
-                    Vec::new()
-                }
-                Output::Window(w) => {
-                    let wait = if paused {
-                        PAUSED_REDRAW
-                    } else {
-                        due.saturating_duration_since(Instant::now())
-                    };
-                    w.screen.pump(wait);
-                    if w.screen.closed() {
-                        break;
-                    }
-                    w.screen.take_commands()
-                }
-            };
-            let mut quit = false;
-            for command in commands {
-                // Nothing after a quit runs: a seek queued behind Q would
-                // only delay the end.
-                if self.command(gpu, renderer, output, &mut tick, command, options)? == Next::Quit {
-                    quit = true;
-                    break;
-                }
-            }
-            if quit {
-                break;
-            }
-            if shared.clock.paused() {
-                self.redraw(gpu, renderer, output)?;
-                continue;
-            }
-            if Instant::now() < shared.clock.due(shared.pts(tick)) {
-                // Woken early by the window: not this tick's time yet.
-                continue;
+            match self.await_tick(gpu, renderer, output, &mut tick, options)? {
+                Wake::Quit => break,
+                Wake::Again => continue,
+                Wake::Due => {}
             }
             let Some(pos) = shared.route.position(tick) else {
                 // The end of a sequence that does not loop: headless, the
@@ -211,6 +215,58 @@ impl Run<'_> {
             prerolled,
             first_second_peak,
         })
+    }
+
+    /// Waits for tick `tick`'s time (or, paused, for the user), handling
+    /// the window's events and the commands they bring meanwhile (a step or
+    /// a seek moves `tick`).
+    fn await_tick(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        tick: &mut u64,
+        options: &PlayOptions,
+    ) -> Result<Wake, PlayError> {
+        let shared = Arc::clone(&self.shared);
+        let paused = shared.clock.paused();
+        let due = shared.clock.due(shared.pts(*tick));
+        let commands = match output {
+            Output::Offscreen => {
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+                Vec::new()
+            }
+            Output::Window(w) => {
+                let wait = if paused {
+                    PAUSED_REDRAW
+                } else {
+                    due.saturating_duration_since(Instant::now())
+                };
+                w.screen.pump(wait);
+                if w.screen.closed() {
+                    return Ok(Wake::Quit);
+                }
+                w.screen.take_commands()
+            }
+        };
+        for command in commands {
+            // Nothing after a quit runs: a seek queued behind Q would only
+            // delay the end.
+            if self.command(gpu, renderer, output, tick, command, options)? == Next::Quit {
+                return Ok(Wake::Quit);
+            }
+        }
+        if shared.clock.paused() {
+            self.redraw(gpu, renderer, output)?;
+            return Ok(Wake::Again);
+        }
+        if Instant::now() < shared.clock.due(shared.pts(*tick)) {
+            // Woken early by the window: not this tick's time yet.
+            return Ok(Wake::Again);
+        }
+        Ok(Wake::Due)
     }
 
     /// Carries out one command; returns whether to go on. A step or a seek

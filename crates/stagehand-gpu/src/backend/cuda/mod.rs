@@ -22,6 +22,7 @@
 mod handles;
 pub mod memory;
 mod transfer;
+pub(crate) mod upload;
 
 pub use crate::diag::sections::cuda::{CudaCounts, CudaInfo};
 pub use handles::{Event, Stream};

@@ -1,5 +1,5 @@
-//! The wgpu backend: opening a GPU, creating counted objects, and wgpu's
-//! side of the diagnostics report.
+//! The wgpu backend: opening a GPU, creating counted objects, pools and
+//! uploads over wgpu, and wgpu's side of the diagnostics report.
 
 mod context;
 mod device;
@@ -9,6 +9,7 @@ mod queue;
 pub mod report;
 pub mod texture_size;
 pub mod transfer;
+pub(crate) mod upload;
 pub mod validate;
 
 pub use context::{Gpu, GpuOptions, parse_backends};

@@ -166,12 +166,12 @@ pub struct CudaInfo {
     pub total_memory: u64,
     /// Whether the device supports stream-ordered memory pools
     /// (`cuMemAllocAsync`). stagehand's pool does not use them; see
-    /// [`DevicePool`].
+    /// `backend::cuda::DevicePool`.
     pub memory_pools: bool,
 }
 
 /// Live CUDA objects and their bytes at one moment, as counted by the
-/// tracker a [`Cuda`](super::Cuda) was opened with.
+/// tracker a CUDA device (`backend::cuda::Cuda`) was opened with.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CudaCounts {
     /// Device allocations (`cuMemAlloc`) alive.

@@ -1,19 +1,18 @@
-//! The upload engine on CUDA (feature `cuda`): host bytes to device buffers
-//! through pinned staging, on a transfer stream, without the caller
-//! waiting. The engine is the same [`Engine`] as on wgpu, over
-//! [`CudaTransfer`]: priorities and the background budget, supersede, fill
-//! in place, `upload_async`, the timeline and release work alike.
+//! The upload engine on CUDA: host bytes to device buffers through pinned
+//! staging, on a transfer stream, without the caller waiting. The engine
+//! is the same [`Engine`] as on wgpu, over [`CudaTransfer`]: priorities
+//! and the background budget, supersede, fill in place, `upload_async`,
+//! the timeline and release work alike.
 //!
 //! Work queued on a destination's stream before an upload is submitted
 //! runs first: the transfer stream waits for it on the device. Work queued
 //! on any stream after the upload has landed sees its bytes.
 
-use super::resource::StagingPolicy;
-use super::{
-    Engine, EngineConfig, FrameQueue, FrameQueueConfig, StreamOptions, StreamedBuffer, UploadError,
-    UploadPriority,
+use super::{Cuda, CudaTransfer, DeviceBuffer, Stream};
+use crate::upload::{
+    Engine, EngineConfig, FrameQueue, FrameQueueConfig, StagingPolicy, StreamOptions,
+    StreamedBuffer, UploadError, UploadPriority,
 };
-use crate::backend::cuda::{Cuda, CudaTransfer, DeviceBuffer, Stream};
 use std::sync::Arc;
 
 /// The upload engine of a CUDA device.
