@@ -302,7 +302,16 @@ fn naive_thread(gpu: &Arc<Gpu>, frames: &[Bytes], n: usize, fps: Option<f64>) ->
         frame(
             &mut blocked,
             &mut calls,
-            || drop(tx.try_send(frames[i % frames.len()].clone())),
+            || {
+                let frame = frames[i % frames.len()].clone();
+                // Flat out, the hand-over waits for the thread to take the
+                // frame; paced, a frame it cannot take yet is skipped.
+                if fps.is_some() {
+                    drop(tx.try_send(frame));
+                } else {
+                    drop(tx.send(frame));
+                }
+            },
             || render.submit(gpu, |_| {}),
         );
     }
@@ -317,7 +326,8 @@ fn naive_thread(gpu: &Arc<Gpu>, frames: &[Bytes], n: usize, fps: Option<f64>) ->
     }
 }
 
-/// stagehand: `try_upload` hands the frame over (or says the ring is busy).
+/// stagehand: `upload` hands the frame over when the ring has room (flat
+/// out), `try_upload` hands it over or says the ring is busy (paced).
 fn stagehand(
     gpu: &Arc<Gpu>,
     frames: &[Bytes],
@@ -345,6 +355,12 @@ fn stagehand(
     let region = stagehand_gpu::upload::TextureRegion::frame(frame_desc().size);
     let (mut blocked, mut calls) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let mut last = None;
+    // Flat out, each frame is handed over as soon as the ring has room for
+    // it; paced, a frame the ring cannot take yet is skipped.
+    let if_full = match fps {
+        None => IfFull::Wait,
+        Some(_) => IfFull::Refuse,
+    };
     let start = Instant::now();
     for i in (0..).take_while(|&i| more(i, n, fps, engine.stats().completed as usize, start)) {
         pace(start, i, fps);
@@ -354,10 +370,14 @@ fn stagehand(
             streamed.upload_with(
                 region,
                 move |mut out, layout| fill_frame(&mut out, layout, shade),
-                IfFull::Refuse,
+                if_full,
             )
         } else {
-            streamed.try_upload(frames[i % frames.len()].clone(), region, Default::default())
+            let frame = frames[i % frames.len()].clone();
+            match if_full {
+                IfFull::Wait => streamed.upload(frame, region, Default::default()),
+                IfFull::Refuse => streamed.try_upload(frame, region, Default::default()),
+            }
         };
         calls.push(t.elapsed().as_secs_f64() * 1e3);
         match sent {
@@ -447,7 +467,7 @@ pub fn run(gpu: Arc<Gpu>, frames_per_run: usize) -> Result<(), Failure> {
         memcpy_gbps(&frames)
     ))?;
     output::println(&format!(
-        "landed: frames that reached the texture. The naive thread and stagehand never wait: a frame the uploader cannot take yet is skipped (the texture keeps the last one); flat out, their loops run until {frames_per_run} frames have landed."
+        "landed: frames that reached the texture. Paced, the naive thread and stagehand never wait: a frame the uploader cannot take yet is skipped (the texture keeps the last one). Flat out, every variant hands over each frame as soon as its uploader can take it (stagehand: upload, which waits for a ring slot; the naive thread: a blocking send) until {frames_per_run} frames have landed, so no render loop spins; there, blocked times are waits for room, not stalls."
     ))?;
     output::println(&format!(
         "strips: each frame is copied in {STRIP}-row submissions (StreamOptions::rows_per_submit), for textures not shown while they fill."
