@@ -355,16 +355,25 @@ fn stagehand(
     let region = stagehand_gpu::upload::TextureRegion::frame(frame_desc().size);
     let (mut blocked, mut calls) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let mut last = None;
-    // Flat out, each frame is handed over as soon as the ring has room for
-    // it; paced, a frame the ring cannot take yet is skipped.
+    // Flat out, the next frame is handed over once the one two frames back
+    // has landed (two in flight, a third slot of the ring free), so each
+    // frame is taken and none replaces a queued one; paced, a frame the
+    // ring cannot take yet is skipped.
     let if_full = match fps {
         None => IfFull::Wait,
         Some(_) => IfFull::Refuse,
     };
+    let mut in_flight: std::collections::VecDeque<stagehand_gpu::upload::Upload> =
+        std::collections::VecDeque::new();
     let start = Instant::now();
     for i in (0..).take_while(|&i| more(i, n, fps, engine.stats().completed as usize, start)) {
         pace(start, i, fps);
         let t = Instant::now();
+        while fps.is_none() && in_flight.len() >= 2 {
+            if let Some(up) = in_flight.pop_front() {
+                up.wait_timeout(Duration::from_secs(60));
+            }
+        }
         let sent = if fill {
             let shade = (i % 251) as u8;
             streamed.upload_with(
@@ -381,7 +390,12 @@ fn stagehand(
         };
         calls.push(t.elapsed().as_secs_f64() * 1e3);
         match sent {
-            Ok(up) => last = Some(up),
+            Ok(up) => {
+                if fps.is_none() {
+                    in_flight.push_back(up.clone());
+                }
+                last = Some(up);
+            }
             Err(UploadError::WouldBlock(_)) => {}
             Err(e) => return Err(e),
         }
@@ -467,7 +481,7 @@ pub fn run(gpu: Arc<Gpu>, frames_per_run: usize) -> Result<(), Failure> {
         memcpy_gbps(&frames)
     ))?;
     output::println(&format!(
-        "landed: frames that reached the texture. Paced, the naive thread and stagehand never wait: a frame the uploader cannot take yet is skipped (the texture keeps the last one). Flat out, every variant hands over each frame as soon as its uploader can take it (stagehand: upload, which waits for a ring slot; the naive thread: a blocking send) until {frames_per_run} frames have landed, so no render loop spins; there, blocked times are waits for room, not stalls."
+        "landed: frames that reached the texture. Paced, the naive thread and stagehand never wait: a frame the uploader cannot take yet is skipped (the texture keeps the last one). Flat out, every variant hands over each frame as soon as its uploader can take it (stagehand: upload, which waits for a ring slot; the naive thread: a blocking send) until {frames_per_run} frames have landed, so no render loop spins: stagehand hands frame i over once frame i-2 has landed. There, blocked times are waits for room, not stalls."
     ))?;
     output::println(&format!(
         "strips: each frame is copied in {STRIP}-row submissions (StreamOptions::rows_per_submit), for textures not shown while they fill."

@@ -40,6 +40,7 @@ pub use error::PoolError;
 pub use handle::Pooled;
 pub use retry::halve_on_oom;
 
+use crossbeam_utils::CachePadded;
 use free_list::{Books, Freed, Take};
 use parking_lot::Mutex;
 use stats::Counters;
@@ -99,7 +100,10 @@ impl PoolConfig {
 pub(crate) struct Shared<B: PoolBackend> {
     backend: B,
     name: String,
-    books: Mutex<Books<B::Key, B::Block>>,
+    /// On a cache line of its own: handles clone and drop the `Arc` this
+    /// lives in on every take, and that count must not share a line with
+    /// the lock every take takes.
+    books: CachePadded<Mutex<Books<B::Key, B::Block>>>,
     counters: Counters,
     /// Set when the `Pool` is dropped: blocks coming back are freed, not kept.
     closed: AtomicBool,
@@ -168,7 +172,7 @@ impl<B: PoolBackend> Pool<B> {
         let shared = Shared {
             backend,
             name: config.name,
-            books: Mutex::new(books),
+            books: CachePadded::new(Mutex::new(books)),
             counters: Counters::default(),
             closed: AtomicBool::new(false),
         };
@@ -211,7 +215,6 @@ impl<B: PoolBackend> Pool<B> {
         // valid when its block was allocated, so only misses are checked.
         let hit = shared.books.lock().hit(&key, cap);
         if let Some(block) = hit {
-            Counters::bump(&shared.counters.hits, 1);
             return Ok(Pooled::new(block, key, cap, len, Arc::clone(shared)));
         }
         shared
@@ -223,10 +226,7 @@ impl<B: PoolBackend> Pool<B> {
         Counters::bump(&shared.counters.evictions, freed.len() as u64);
         shared.free_all(freed);
         match found {
-            Take::Hit(block) => {
-                Counters::bump(&shared.counters.hits, 1);
-                Ok(Pooled::new(block, key, cap, len, Arc::clone(shared)))
-            }
+            Take::Hit(block) => Ok(Pooled::new(block, key, cap, len, Arc::clone(shared))),
             Take::OverBudget => {
                 Counters::bump(&shared.counters.misses, 1);
                 Err(shared.oom(cap))
@@ -312,7 +312,7 @@ impl<B: PoolBackend> Pool<B> {
             peak_in_use: books.peak_in_use,
             idle: books.idle(),
             budget: books.budget,
-            hits: c.hits.load(Relaxed),
+            hits: books.hits,
             misses: c.misses.load(Relaxed),
             allocations: c.allocations.load(Relaxed),
             frees: c.frees.load(Relaxed),

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// Event counters, updated without the pool's lock.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    pub hits: AtomicU64,
     pub misses: AtomicU64,
     pub allocations: AtomicU64,
     pub frees: AtomicU64,
