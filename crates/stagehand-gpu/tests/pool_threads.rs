@@ -37,7 +37,11 @@ fn a_class_served_only_from_a_thread_cache_survives_end_batch() {
             drop(pool.take(0, 1000).unwrap());
         }
         pool.end_batch();
-        assert_eq!(pool.stats().held, 1024, "batch {batch} freed a class in use");
+        assert_eq!(
+            pool.stats().held,
+            1024,
+            "batch {batch} freed a class in use"
+        );
     }
     assert_eq!(pool.backend().counts().allocations, 1);
     assert_eq!(pool.stats().hits, 30);

@@ -111,6 +111,14 @@ impl WgpuTransfer {
         self.poll_until(&signal)
     }
 
+    /// Lets wgpu free what was dropped: it frees a buffer or texture only
+    /// on a device poll or a submit after the last work using it, so a
+    /// resource released while the device is otherwise idle would keep its
+    /// memory until the caller's next submit. One non-blocking poll.
+    fn free_dropped(&self) {
+        let _ = self.gpu.device().poll(wgpu::PollType::Poll);
+    }
+
     fn submit_one(&self, record: impl FnOnce(&mut wgpu::CommandEncoder)) -> Result<(), String> {
         let device = self.gpu.device();
         let mut encoder = device
@@ -251,10 +259,12 @@ impl TransferBackend for WgpuTransfer {
 
     fn trim_staging(&self) {
         self.staging.trim();
+        self.free_dropped();
     }
 
     fn end_staging_period(&self) {
         self.staging.end_batch();
+        self.free_dropped();
     }
 }
 
