@@ -1,4 +1,4 @@
-//! The pool shared by threads: blocks parked in one thread's cache are
+//! The pool shared by threads: blocks given back on another thread are
 //! idle to everyone (stats, trim, end_batch, a budget), and threads taking
 //! and dropping at once lose nothing and double-hand nothing.
 
@@ -15,7 +15,7 @@ fn pool() -> Pool<FaultBackend> {
 fn blocks_dropped_on_another_thread_are_idle_and_trim_frees_them() {
     let pool = pool();
     let handles: Vec<_> = (0..5).map(|_| pool.take(0, 4096).unwrap()).collect();
-    // Dropped on another thread: they park in that thread's cache.
+    // Dropped on another thread.
     std::thread::spawn(move || drop(handles)).join().unwrap();
     let s = pool.stats();
     assert_eq!((s.in_use, s.idle, s.held), (0, 5 * 4096, 5 * 4096), "{s:?}");
@@ -29,7 +29,7 @@ fn blocks_dropped_on_another_thread_are_idle_and_trim_frees_them() {
 }
 
 #[test]
-fn a_class_served_only_from_a_thread_cache_survives_end_batch() {
+fn a_class_used_every_batch_survives_end_batch() {
     let pool = pool();
     drop(pool.take(0, 1000).unwrap());
     for batch in 0..10 {
@@ -51,7 +51,7 @@ fn a_class_served_only_from_a_thread_cache_survives_end_batch() {
 }
 
 #[test]
-fn a_budget_sees_blocks_parked_in_thread_caches() {
+fn a_budget_sees_blocks_given_back_on_any_thread() {
     let pool = pool();
     let handles: Vec<_> = (0..4).map(|_| pool.take(0, 4096).unwrap()).collect();
     drop(handles);
@@ -59,7 +59,7 @@ fn a_budget_sees_blocks_parked_in_thread_caches() {
     pool.set_budget(Some(2 * 4096)).unwrap();
     let s = pool.stats();
     assert!(s.held <= 2 * 4096, "{s:?}");
-    // With a budget, blocks coming back skip the caches: the budget holds.
+    // Blocks coming back under the budget: it still holds.
     let handles: Vec<_> = (0..4).map(|_| pool.take(1, 2048).unwrap()).collect();
     drop(handles);
     let s = pool.stats();

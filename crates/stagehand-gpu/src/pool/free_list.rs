@@ -42,11 +42,12 @@ pub(crate) struct Books<K, Block> {
     pub lists: HashMap<(K, u64), FreeList<Block>, RandomState>,
     /// Bytes allocated and not yet freed; always `in_use + idle`.
     pub held: u64,
-    /// Bytes out of the free lists: in handles (with allocations in
-    /// progress) or parked in a thread's cache.
+    /// Bytes in handles, including allocations in progress.
     pub in_use: u64,
     /// Highest `held` since creation or reset; never below `held`.
     pub peak_held: u64,
+    /// Highest `in_use` since creation or reset; never below `in_use`.
+    pub peak_in_use: u64,
     /// Cap on `held`, if any.
     pub budget: Option<u64>,
     /// Batches a class may go untouched before `end_batch` frees it; at least 1.
@@ -79,6 +80,7 @@ impl<K: Clone + Eq + Hash, Block> Books<K, Block> {
             held: 0,
             in_use: 0,
             peak_held: 0,
+            peak_in_use: 0,
             budget,
             keep_batches,
             batch: 0,
@@ -87,8 +89,13 @@ impl<K: Clone + Eq + Hash, Block> Books<K, Block> {
         }
     }
 
+    pub fn idle(&self) -> u64 {
+        self.held - self.in_use
+    }
+
     fn note_use(&mut self, cap: u64) {
         self.in_use += cap;
+        self.peak_in_use = self.peak_in_use.max(self.in_use);
         self.peak_held = self.peak_held.max(self.held);
         debug_assert!(
             self.held >= self.in_use,
@@ -182,18 +189,6 @@ impl<K: Clone + Eq + Hash, Block> Books<K, Block> {
         }
     }
 
-    /// Counts a class as requested in this batch (by a thread's cache, which
-    /// serves requests without the books).
-    pub fn touch(&mut self, key: &K, cap: u64, takes: u64) {
-        self.tick += 1;
-        let (tick, batch) = (self.tick, self.batch);
-        if let Some(list) = self.lists.get_mut(&(key.clone(), cap)) {
-            list.last_batch = batch;
-            list.last_tick = tick;
-            list.takes += takes;
-        }
-    }
-
     /// Moves every idle block to `freed`.
     pub fn trim(&mut self, freed: &mut Freed<K, Block>) {
         self.remove_idle(|_| true, freed);
@@ -255,5 +250,6 @@ impl<K: Clone + Eq + Hash, Block> Books<K, Block> {
 
     pub fn reset_peaks(&mut self) {
         self.peak_held = self.held;
+        self.peak_in_use = self.in_use;
     }
 }

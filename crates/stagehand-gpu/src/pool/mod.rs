@@ -33,7 +33,6 @@ mod handle;
 mod retry;
 pub mod size_class;
 mod stats;
-mod thread_cache;
 
 pub use crate::diag::sections::pool::{ClassStats, PoolStats};
 pub use backend::{AllocError, PoolBackend};
@@ -47,8 +46,7 @@ use parking_lot::Mutex;
 use stats::Counters;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
-use thread_cache::ThreadCaches;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// How a pool behaves. Defaults: no budget, classes unused for one batch are
 /// released at `end_batch`. These are starting points, not tuned values.
@@ -106,16 +104,6 @@ pub(crate) struct Shared<B: PoolBackend> {
     /// lives in on every take, and that count must not share a line with
     /// the lock every take takes.
     books: CachePadded<Mutex<Books<B::Key, B::Block>>>,
-    /// Idle blocks parked per thread, taken without the lock above.
-    caches: ThreadCaches<B::Key, B::Block>,
-    /// Bytes in handles, exactly; the books count blocks parked in a
-    /// thread's cache as out of their lists too.
-    live: AtomicU64,
-    /// Highest `live` since creation or the last reset.
-    peak_live: AtomicU64,
-    /// Whether the pool has a budget: its blocks then skip the thread
-    /// caches, so the budget sees every idle block.
-    budgeted: AtomicBool,
     counters: Counters,
     /// Set when the `Pool` is dropped: blocks coming back are freed, not kept.
     closed: AtomicBool,
@@ -123,7 +111,6 @@ pub(crate) struct Shared<B: PoolBackend> {
 
 impl<B: PoolBackend> Drop for Shared<B> {
     fn drop(&mut self) {
-        self.settle_caches();
         let mut freed = Vec::new();
         self.books.get_mut().trim(&mut freed);
         self.free_all(freed);
@@ -131,34 +118,6 @@ impl<B: PoolBackend> Drop for Shared<B> {
 }
 
 impl<B: PoolBackend> Shared<B> {
-    /// Counts a block handed out.
-    fn note_take(&self, cap: u64) {
-        let now = self.live.fetch_add(cap, Relaxed) + cap;
-        if now > self.peak_live.load(Relaxed) {
-            self.peak_live.fetch_max(now, Relaxed);
-        }
-    }
-
-    /// Empties the threads' caches into the books (their classes counted
-    /// as used this batch), freeing what a budget leaves no room for.
-    fn settle_caches(&self) {
-        let drained = self.caches.drain();
-        let mut over = Vec::new();
-        {
-            let mut books = self.books.lock();
-            for (key, cap, takes) in &drained.served {
-                books.touch(key, *cap, *takes);
-            }
-            for (key, cap, block) in drained.blocks {
-                if let Some(block) = books.give(&key, cap, block) {
-                    over.push((key, block));
-                }
-            }
-        }
-        Counters::bump(&self.counters.evictions, over.len() as u64);
-        self.free_all(over);
-    }
-
     /// Frees blocks taken off the books, outside the lock.
     fn free_all(&self, freed: Freed<B::Key, B::Block>) {
         Counters::bump(&self.counters.frees, freed.len() as u64);
@@ -168,7 +127,6 @@ impl<B: PoolBackend> Shared<B> {
     }
 
     fn give(&self, key: &B::Key, cap: u64, block: B::Block) {
-        self.live.fetch_sub(cap, Relaxed);
         if !self.backend.recycle(key, &block) {
             self.books.lock().forget(key, cap);
             Counters::bump(&self.counters.discarded, 1);
@@ -180,13 +138,6 @@ impl<B: PoolBackend> Shared<B> {
             self.free_all(vec![(key.clone(), block)]);
             return;
         }
-        // Asked under the cache's lock: a budget set or a pool closed
-        // before a drain of the caches is seen here, so nothing is parked
-        // after that drain.
-        let parked = self.caches.park(key, cap, block, || {
-            !self.closed.load(SeqCst) && !self.budgeted.load(SeqCst)
-        });
-        let Err(block) = parked else { return };
         let over = self.books.lock().give(key, cap, block);
         if let Some(block) = over {
             Counters::bump(&self.counters.evictions, 1);
@@ -197,12 +148,11 @@ impl<B: PoolBackend> Shared<B> {
     fn oom(&self, requested: u64) -> PoolError {
         Counters::bump(&self.counters.ooms, 1);
         let books = self.books.lock();
-        let in_use = self.live.load(Relaxed);
         PoolError::OutOfMemory {
             requested,
             held: books.held,
-            in_use,
-            idle: books.held.saturating_sub(in_use),
+            in_use: books.in_use,
+            idle: books.idle(),
             budget: books.budget,
         }
     }
@@ -223,10 +173,6 @@ impl<B: PoolBackend> Pool<B> {
             backend,
             name: config.name,
             books: CachePadded::new(Mutex::new(books)),
-            caches: ThreadCaches::new(),
-            live: AtomicU64::new(0),
-            peak_live: AtomicU64::new(0),
-            budgeted: AtomicBool::new(config.budget.is_some()),
             counters: Counters::default(),
             closed: AtomicBool::new(false),
         };
@@ -265,15 +211,10 @@ impl<B: PoolBackend> Pool<B> {
             });
         }
         let cap = Self::capacity_for(len);
-        // The hot path: an idle block of this class, parked in this thread's
-        // cache or in the books. A request that hits was valid when its
-        // block was allocated, so only misses are checked.
-        let hit = match shared.caches.take(&key, cap) {
-            Some(block) => Some(block),
-            None => shared.books.lock().hit(&key, cap),
-        };
+        // The hot path: an idle block of this class. A request that hits was
+        // valid when its block was allocated, so only misses are checked.
+        let hit = shared.books.lock().hit(&key, cap);
         if let Some(block) = hit {
-            shared.note_take(cap);
             return Ok(Pooled::new(block, key, cap, len, Arc::clone(shared)));
         }
         shared
@@ -293,7 +234,6 @@ impl<B: PoolBackend> Pool<B> {
             Take::Allocate => {
                 Counters::bump(&shared.counters.misses, 1);
                 let block = self.allocate(&key, cap, len)?;
-                shared.note_take(cap);
                 Ok(Pooled::new(block, key, cap, len, Arc::clone(shared)))
             }
         }
@@ -325,7 +265,6 @@ impl<B: PoolBackend> Pool<B> {
 
     /// Gives every idle block back to the device.
     pub fn trim(&self) {
-        self.shared.settle_caches();
         let mut freed = Vec::new();
         self.shared.books.lock().trim(&mut freed);
         Counters::bump(&self.shared.counters.trims, 1);
@@ -335,7 +274,6 @@ impl<B: PoolBackend> Pool<B> {
     /// Ends a batch: frees the idle blocks of every class no request touched
     /// in the last `keep_batches` batches, and starts the next.
     pub fn end_batch(&self) {
-        self.shared.settle_caches();
         let mut freed = Vec::new();
         self.shared.books.lock().end_batch(&mut freed);
         self.shared.free_all(freed);
@@ -350,10 +288,6 @@ impl<B: PoolBackend> Pool<B> {
                 "a budget of 0 bytes can hold nothing; use None for no cap".into(),
             ));
         }
-        // The flag first: once the caches are drained, nothing is parked
-        // again while a budget holds.
-        self.shared.budgeted.store(budget.is_some(), SeqCst);
-        self.shared.settle_caches();
         let mut freed = Vec::new();
         self.shared.books.lock().set_budget(budget, &mut freed);
         Counters::bump(&self.shared.counters.evictions, freed.len() as u64);
@@ -364,26 +298,21 @@ impl<B: PoolBackend> Pool<B> {
     /// Lowers the peaks to the current values.
     pub fn reset_peaks(&self) {
         self.shared.books.lock().reset_peaks();
-        let shared = &self.shared;
-        shared.peak_live.store(shared.live.load(Relaxed), Relaxed);
     }
 
     /// The pool's numbers now.
     pub fn stats(&self) -> PoolStats {
-        let shared = &self.shared;
-        let c = &shared.counters;
-        let cache_hits = shared.caches.hits();
-        let books = shared.books.lock();
-        let in_use = shared.live.load(Relaxed);
+        let c = &self.shared.counters;
+        let books = self.shared.books.lock();
         PoolStats {
-            name: shared.name.clone(),
+            name: self.shared.name.clone(),
             held: books.held,
             peak_held: books.peak_held,
-            in_use,
-            peak_in_use: shared.peak_live.load(Relaxed).max(in_use),
-            idle: books.held.saturating_sub(in_use),
+            in_use: books.in_use,
+            peak_in_use: books.peak_in_use,
+            idle: books.idle(),
             budget: books.budget,
-            hits: books.hits + cache_hits,
+            hits: books.hits,
             misses: c.misses.load(Relaxed),
             allocations: c.allocations.load(Relaxed),
             frees: c.frees.load(Relaxed),
@@ -407,22 +336,16 @@ impl<B: PoolBackend> Pool<B> {
 
     /// The numbers of each class, largest capacity first.
     pub fn class_stats(&self) -> Vec<ClassStats> {
-        let (parked, _) = self.shared.caches.parked();
         let books = self.shared.books.lock();
         let mut classes: Vec<ClassStats> = books
             .lists
             .iter()
-            .map(|((key, cap), list)| {
-                // The books count a block parked in a thread's cache as out
-                // of its list; it is idle.
-                let cached = parked.iter().filter(|(k, c)| c == cap && k == key).count() as u64;
-                ClassStats {
-                    key: format!("{key:?}"),
-                    capacity: *cap,
-                    idle: list.idle.len() as u64 + cached,
-                    in_use: list.in_use.saturating_sub(cached),
-                    takes: list.takes,
-                }
+            .map(|((key, cap), list)| ClassStats {
+                key: format!("{key:?}"),
+                capacity: *cap,
+                idle: list.idle.len() as u64,
+                in_use: list.in_use,
+                takes: list.takes,
             })
             .collect();
         classes.sort_by(|a, b| b.capacity.cmp(&a.capacity).then_with(|| a.key.cmp(&b.key)));
