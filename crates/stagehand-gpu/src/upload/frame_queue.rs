@@ -96,7 +96,7 @@ const FAILED_KEPT: usize = 1024;
 /// One slot's state; each moves Free -> Reserved -> Loading -> Ready ->
 /// Shown -> Free, or back to Free from Reserved or Loading when the upload
 /// fails, or from Loading or Ready when a newer frame is shown first.
-enum Slot {
+enum SlotState {
     /// Holds nothing anyone needs.
     Free,
     /// Claimed by a producer that is sending this frame's upload.
@@ -113,7 +113,7 @@ enum Slot {
     Shown { frame: u64, pts: Duration },
 }
 
-impl Slot {
+impl SlotState {
     /// The frame it holds, landed or on screen.
     fn in_hand(&self) -> Option<u64> {
         match self {
@@ -132,7 +132,7 @@ impl Slot {
 }
 
 struct State {
-    slots: Vec<Slot>,
+    slots: Vec<SlotState>,
     stats: FrameStats,
     /// Frames whose upload failed, newer than the one on screen (older
     /// ones no longer matter to anyone waiting).
@@ -146,7 +146,7 @@ impl State {
     /// The frame on screen.
     fn on_screen(&self) -> Option<Presented> {
         self.slots.iter().enumerate().find_map(|(slot, s)| match s {
-            Slot::Shown { frame, pts } => Some(Presented {
+            SlotState::Shown { frame, pts } => Some(Presented {
                 frame: *frame,
                 pts: *pts,
                 slot,
@@ -159,7 +159,7 @@ impl State {
     fn ready(&self) -> usize {
         self.slots
             .iter()
-            .filter(|s| matches!(s, Slot::Ready { .. }))
+            .filter(|s| matches!(s, SlotState::Ready { .. }))
             .count()
     }
 
@@ -172,19 +172,19 @@ impl State {
         let floor = self.floor;
         for slot in &mut self.slots {
             match slot {
-                Slot::Loading { frame, upload, .. } if *frame < floor => {
+                SlotState::Loading { frame, upload, .. } if *frame < floor => {
                     // Landed or failed, it was never due: discarded.
                     if upload.outcome().is_none() {
                         continue;
                     }
                     self.stats.discarded += 1;
-                    *slot = Slot::Free;
+                    *slot = SlotState::Free;
                 }
-                Slot::Ready { frame, .. } if *frame < floor => {
+                SlotState::Ready { frame, .. } if *frame < floor => {
                     self.stats.discarded += 1;
-                    *slot = Slot::Free;
+                    *slot = SlotState::Free;
                 }
-                Slot::Loading { frame, pts, upload } => {
+                SlotState::Loading { frame, pts, upload } => {
                     let Some(outcome) = upload.outcome() else {
                         continue;
                     };
@@ -197,17 +197,17 @@ impl State {
                                 self.failed_frames.pop_first();
                             }
                         }
-                        *slot = Slot::Free;
+                        *slot = SlotState::Free;
                     } else if behind(frame) {
                         self.stats.dropped += 1;
-                        *slot = Slot::Free;
+                        *slot = SlotState::Free;
                     } else {
-                        *slot = Slot::Ready { frame, pts };
+                        *slot = SlotState::Ready { frame, pts };
                     }
                 }
-                Slot::Ready { frame, .. } if behind(*frame) => {
+                SlotState::Ready { frame, .. } if behind(*frame) => {
                     self.stats.dropped += 1;
-                    *slot = Slot::Free;
+                    *slot = SlotState::Free;
                 }
                 _ => {}
             }
@@ -217,7 +217,7 @@ impl State {
     /// Puts the ready frame of slot `next` on screen at time `t`, freeing
     /// the slot it replaces and dropping the ready frames it passes over.
     fn show(&mut self, next: usize, t: Duration, frame_duration: Duration) {
-        let Slot::Ready { frame, pts } = self.slots[next] else {
+        let SlotState::Ready { frame, pts } = self.slots[next] else {
             return;
         };
         for (i, slot) in self.slots.iter_mut().enumerate() {
@@ -225,15 +225,15 @@ impl State {
                 continue;
             }
             match slot {
-                Slot::Shown { .. } => *slot = Slot::Free,
-                Slot::Ready { frame: f, pts: p } if *f < frame || *p < pts => {
+                SlotState::Shown { .. } => *slot = SlotState::Free,
+                SlotState::Ready { frame: f, pts: p } if *f < frame || *p < pts => {
                     self.stats.dropped += 1;
-                    *slot = Slot::Free;
+                    *slot = SlotState::Free;
                 }
                 _ => {}
             }
         }
-        self.slots[next] = Slot::Shown { frame, pts };
+        self.slots[next] = SlotState::Shown { frame, pts };
         self.stats.shown += 1;
         if t > pts.saturating_add(frame_duration) {
             self.stats.late += 1;
@@ -334,7 +334,7 @@ impl<S: FrameSlot> FrameQueue<S> {
     /// frame shown later than its time plus `frame_duration` counts as late.
     pub fn from_slots(slots: Vec<S>, frame_duration: Duration) -> Result<Self, UploadError> {
         check_depth(slots.len())?;
-        let states = (0..slots.len()).map(|_| Slot::Free).collect();
+        let states = (0..slots.len()).map(|_| SlotState::Free).collect();
         Ok(Self {
             targets: slots,
             state: Mutex::new(State {
@@ -389,14 +389,14 @@ impl<S: FrameSlot> FrameQueue<S> {
         let upload = match send(&self.targets[slot]) {
             Ok(upload) => upload,
             Err(e) => {
-                self.state.lock().slots[slot] = Slot::Free;
+                self.state.lock().slots[slot] = SlotState::Free;
                 self.bell.ring();
                 return Err(e);
             }
         };
         {
             let mut state = self.state.lock();
-            state.slots[slot] = Slot::Loading {
+            state.slots[slot] = SlotState::Loading {
                 frame,
                 pts,
                 upload: upload.clone(),
@@ -448,8 +448,11 @@ impl<S: FrameSlot> FrameQueue<S> {
             if self.is_closed() {
                 return Some(Err(UploadError::Released));
             }
-            let i = state.slots.iter().position(|s| matches!(s, Slot::Free))?;
-            state.slots[i] = Slot::Reserved { frame };
+            let i = state
+                .slots
+                .iter()
+                .position(|s| matches!(s, SlotState::Free))?;
+            state.slots[i] = SlotState::Reserved { frame };
             Some(Ok(i))
         })
     }
@@ -470,7 +473,7 @@ impl<S: FrameSlot> FrameQueue<S> {
             .iter()
             .enumerate()
             .filter_map(|(i, s)| match s {
-                Slot::Ready { frame, pts } if *pts <= t => Some((*pts, *frame, i)),
+                SlotState::Ready { frame, pts } if *pts <= t => Some((*pts, *frame, i)),
                 _ => None,
             })
             .max();
@@ -506,7 +509,7 @@ impl<S: FrameSlot> FrameQueue<S> {
             .iter()
             .enumerate()
             .filter_map(|(slot, s)| match s {
-                Slot::Ready { frame, pts } => Some(Presented {
+                SlotState::Ready { frame, pts } => Some(Presented {
                     frame: *frame,
                     pts: *pts,
                     slot,
@@ -562,9 +565,9 @@ impl<S: FrameSlot> FrameQueue<S> {
                 return None;
             }
             for slot in &mut state.slots {
-                if matches!(slot, Slot::Ready { .. }) {
+                if matches!(slot, SlotState::Ready { .. }) {
                     state.stats.dropped += 1;
-                    *slot = Slot::Free;
+                    *slot = SlotState::Free;
                 }
             }
             Some(state.stats)
@@ -583,7 +586,8 @@ impl<S: FrameSlot> FrameQueue<S> {
         self.wait_until(deadline(timeout), |state, timed_out| {
             let ready = state.ready();
             let coming = state.slots.iter().any(|s| s.coming().is_some());
-            let room = !self.is_closed() && state.slots.iter().any(|s| matches!(s, Slot::Free));
+            let room =
+                !self.is_closed() && state.slots.iter().any(|s| matches!(s, SlotState::Free));
             (ready >= n || timed_out || !(coming || room)).then_some(ready)
         })
     }
