@@ -328,27 +328,84 @@ fn naive_thread(gpu: &Arc<Gpu>, frames: &[Bytes], n: usize, fps: Option<f64>) ->
 
 /// stagehand: `upload` hands the frame over when the ring has room (flat
 /// out), `try_upload` hands it over or says the ring is busy (paced).
+/// How one stagehand row streams.
+#[derive(Clone, Copy)]
+struct Variant {
+    name: &'static str,
+    source: Source,
+    /// Rows per copy submission; `None` for the whole frame in one.
+    strips: Option<u32>,
+    fill_threads: usize,
+    /// The workers' scheduling priority.
+    priority: ThreadPriority,
+}
+
+/// Where a stagehand row's frames come from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// Shared bytes, copied into staging by a worker.
+    Bytes,
+    /// Generated in place, straight into staging.
+    FillInPlace,
+}
+
+const VARIANTS: [Variant; 5] = [
+    Variant {
+        name: "stagehand, whole frame",
+        source: Source::Bytes,
+        strips: None,
+        fill_threads: 1,
+        priority: ThreadPriority::Low,
+    },
+    Variant {
+        name: "stagehand, normal priority",
+        source: Source::Bytes,
+        strips: None,
+        fill_threads: 1,
+        priority: ThreadPriority::Normal,
+    },
+    Variant {
+        name: "stagehand, 2 fill threads",
+        source: Source::Bytes,
+        strips: None,
+        fill_threads: 2,
+        priority: ThreadPriority::Low,
+    },
+    Variant {
+        name: "stagehand, strips",
+        source: Source::Bytes,
+        strips: Some(STRIP),
+        fill_threads: 1,
+        priority: ThreadPriority::Low,
+    },
+    Variant {
+        name: "stagehand, fill in place",
+        source: Source::FillInPlace,
+        strips: Some(STRIP),
+        fill_threads: 1,
+        priority: ThreadPriority::Low,
+    },
+];
+
 fn stagehand(
     gpu: &Arc<Gpu>,
     frames: &[Bytes],
     n: usize,
     fps: Option<f64>,
-    fill: bool,
-    strips: Option<u32>,
-    fill_threads: usize,
+    variant: Variant,
 ) -> Result<Run, UploadError> {
-    // Workers below the render thread: on a machine with few cores the
-    // render thread gets the CPU first.
+    // Workers below the render thread (except where a row says otherwise):
+    // on a machine with few cores the render thread gets the CPU first.
     let config = EngineConfig {
-        priority: ThreadPriority::Low,
-        fill_threads,
+        priority: variant.priority,
+        fill_threads: variant.fill_threads,
         ..EngineConfig::default()
     };
     let engine = UploadEngine::new(Arc::clone(gpu), config)?;
     let options = StreamOptions {
         priority: Default::default(),
         policy: StagingPolicy::Ring(3),
-        rows_per_submit: strips,
+        rows_per_submit: variant.strips,
     };
     let streamed = engine.create_texture_with(&frame_desc(), options)?;
     let render = Render::new(gpu);
@@ -374,7 +431,7 @@ fn stagehand(
                 up.wait_timeout(Duration::from_secs(60));
             }
         }
-        let sent = if fill {
+        let sent = if variant.source == Source::FillInPlace {
             let shade = (i % 251) as u8;
             streamed.upload_with(
                 region,
@@ -462,18 +519,11 @@ pub fn run(gpu: Arc<Gpu>, frames_per_run: usize) -> Result<(), Failure> {
         write_texture(&gpu, &frames, frames_per_run, fps).row("queue.write_texture")?;
         staging_belt(&gpu, &frames, frames_per_run, fps).row("StagingBelt")?;
         naive_thread(&gpu, &frames, frames_per_run, fps).row("naive thread")?;
-        stagehand(&gpu, &frames, frames_per_run, fps, false, None, 1)
-            .map_err(upload_error)?
-            .row("stagehand, whole frame")?;
-        stagehand(&gpu, &frames, frames_per_run, fps, false, None, 2)
-            .map_err(upload_error)?
-            .row("stagehand, 2 fill threads")?;
-        stagehand(&gpu, &frames, frames_per_run, fps, false, Some(STRIP), 1)
-            .map_err(upload_error)?
-            .row("stagehand, strips")?;
-        stagehand(&gpu, &frames, frames_per_run, fps, true, Some(STRIP), 1)
-            .map_err(upload_error)?
-            .row("stagehand, fill in place")?;
+        for variant in VARIANTS {
+            stagehand(&gpu, &frames, frames_per_run, fps, variant)
+                .map_err(upload_error)?
+                .row(variant.name)?;
+        }
         output::println("")?;
     }
     output::println(&format!(
@@ -486,6 +536,9 @@ pub fn run(gpu: Arc<Gpu>, frames_per_run: usize) -> Result<(), Failure> {
     output::println(&format!(
         "strips: each frame is copied in {STRIP}-row submissions (StreamOptions::rows_per_submit), for textures not shown while they fill."
     ))?;
+    output::println(
+        "normal priority: the engine's workers at the OS default priority; the other stagehand rows run them below the render thread (ThreadPriority::Low).",
+    )?;
     Ok(())
 }
 
