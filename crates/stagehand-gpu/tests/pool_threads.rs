@@ -54,14 +54,14 @@ fn a_class_used_every_batch_survives_end_batch() {
 fn a_budget_sees_blocks_given_back_on_any_thread() {
     let pool = pool();
     let handles: Vec<_> = (0..4).map(|_| pool.take(0, 4096).unwrap()).collect();
-    drop(handles);
+    std::thread::spawn(move || drop(handles)).join().unwrap();
     assert_eq!(pool.stats().idle, 4 * 4096);
     pool.set_budget(Some(2 * 4096)).unwrap();
     let s = pool.stats();
     assert!(s.held <= 2 * 4096, "{s:?}");
     // Blocks coming back under the budget: it still holds.
     let handles: Vec<_> = (0..4).map(|_| pool.take(1, 2048).unwrap()).collect();
-    drop(handles);
+    std::thread::spawn(move || drop(handles)).join().unwrap();
     let s = pool.stats();
     assert!(s.held <= 2 * 4096, "{s:?}");
     assert_eq!(s.held, pool.backend().counts().live_bytes);

@@ -222,3 +222,50 @@ fn uploads_submit_in_the_order_they_started() {
         assert_eq!(*submitted.lock(), vec![0, 1, 2]);
     });
 }
+
+/// A submit supersedes a queued upload of a resource whose release is
+/// waiting for it: the release must still wake. Here the queued upload's
+/// own submitter starts and finishes it unless it was superseded first (a
+/// superseded upload is never claimed, and nothing else ends it), and the
+/// second submit is refused because the resource is released.
+#[test]
+fn a_submit_refused_by_a_release_leaves_the_release_a_way_to_wake() {
+    loom::model(|| {
+        let books = Arc::new(Books::default());
+        let key = RegionKey::Bytes { offset: 0, len: 4 };
+        let queued = UploadShared::new(Arc::default());
+        let admitted = books.admit(key, &queued, 1, IfFull::Wait, || Ok(()));
+        assert!(admitted.result.is_ok());
+        let late = {
+            let books = Arc::clone(&books);
+            thread::spawn(move || {
+                let newer = UploadShared::new(Arc::default());
+                let open = || {
+                    if books.is_released() {
+                        Err(UploadError::Released)
+                    } else {
+                        Ok(())
+                    }
+                };
+                let admitted = books.admit(key, &newer, 1, IfFull::Wait, open);
+                if admitted.result.is_ok() {
+                    books.started(&newer);
+                    books.finish(&newer);
+                }
+            })
+        };
+        let worker = {
+            let (books, queued) = (Arc::clone(&books), Arc::clone(&queued));
+            thread::spawn(move || {
+                if queued.advance(phase::QUEUED, phase::STARTED) {
+                    books.started(&queued);
+                    books.finish(&queued);
+                }
+            })
+        };
+        assert!(books.release());
+        books.wait_idle();
+        late.join().unwrap();
+        worker.join().unwrap();
+    });
+}

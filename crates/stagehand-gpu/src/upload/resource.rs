@@ -135,6 +135,20 @@ impl Books {
         open: impl Fn() -> Result<(), UploadError>,
     ) -> Admitted {
         let mut p = self.pending.lock();
+        // Asked under the lock, before anything changes: a release that
+        // set its flag before this lock was taken is seen here, and one
+        // after finds this upload counted and waits for it (an upload let
+        // in after `release` returned was found by the model
+        // `release_waits_for_every_upload_it_let_in`). Asked before the
+        // supersede, so a refused upload never ends a queued one that only
+        // a worker would have counted out, leaving a release waiting
+        // (`a_submit_refused_by_a_release_leaves_the_release_a_way_to_wake`).
+        if let Err(e) = open() {
+            return Admitted {
+                superseded: None,
+                result: Err(e),
+            };
+        }
         let mut superseded = None;
         if let Some(old) = p.queued.get(&key).cloned()
             && old.advance(phase::QUEUED, phase::ENDED)
@@ -143,15 +157,9 @@ impl Books {
             p.count -= 1;
             superseded = Some(old);
         }
+        // A supersede made room, so an upload that superseded never waits
+        // below, and never fails after ending the one it replaced.
         let result = loop {
-            // Asked under the lock, before taking a place: a release that
-            // set its flag before this lock was taken is seen here, and one
-            // after finds this upload counted and waits for it (an upload
-            // let in after `release` returned was found by the model
-            // `release_waits_for_every_upload_it_let_in`).
-            if let Err(e) = open() {
-                break Err(e);
-            }
             if p.count < limit {
                 p.count += 1;
                 p.queued.insert(key, Arc::clone(upload));
@@ -163,6 +171,9 @@ impl Books {
                 ));
             }
             self.ended.wait(&mut p);
+            if let Err(e) = open() {
+                break Err(e);
+            }
         };
         Admitted { superseded, result }
     }

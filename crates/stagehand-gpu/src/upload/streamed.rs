@@ -26,7 +26,7 @@ impl<T: TransferBackend> StreamedBuffer<T> {
         self.inner.resource.staging_capacity
     }
 
-    /// Whether it holds no bytes (never: a zero-sized buffer is refused).
+    /// Whether it holds no bytes (then every upload to it is refused).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -67,3 +67,27 @@ pub fn buffer_desc(label: &'static str, size: u64) -> wgpu::BufferDescriptor<'st
         mapped_at_creation: false,
     }
 }
+
+/// The process's resident memory, bytes (Linux), or `None` elsewhere.
+pub fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// Makes the C allocator map every block of 4 MiB or more on its own and
+/// unmap it when freed. A software adapter mallocs each texture's storage
+/// (33 MB for a 4K frame); with glibc's default, the first such free raises
+/// its threshold for mapping, later frames come from per-thread heaps, and
+/// resident memory steps up by a frame or two whenever another heap keeps
+/// one: noise on top of what stagehand and the driver hold, which is what
+/// leak tests measure.
+pub fn pin_the_c_allocators_mapping_threshold() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[allow(unsafe_code)]
+    // SAFETY: mallopt only sets a malloc parameter; it is safe to call at
+    // any time, from any thread.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
+    }
+}
