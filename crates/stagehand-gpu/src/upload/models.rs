@@ -15,6 +15,15 @@ use loom::thread;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+/// What a streamed resource's `check_open` answers, for books alone.
+fn open_unless_released(books: &Books) -> Result<(), UploadError> {
+    if books.is_released() {
+        Err(UploadError::Released)
+    } else {
+        Ok(())
+    }
+}
+
 fn upload(shared: &Arc<UploadShared>, cancelled: Arc<AtomicU64>) -> Upload {
     Upload {
         shared: Arc::clone(shared),
@@ -155,13 +164,7 @@ fn release_waits_for_every_upload_it_let_in() {
             let (books, released) = (Arc::clone(&books), Arc::clone(&released));
             thread::spawn(move || {
                 let second = UploadShared::new(Arc::default());
-                let open = || {
-                    if books.is_released() {
-                        Err(UploadError::Released)
-                    } else {
-                        Ok(())
-                    }
-                };
+                let open = || open_unless_released(&books);
                 let admitted = books.admit(key, &second, 1, IfFull::Wait, open);
                 if admitted.result.is_ok() {
                     assert!(
@@ -240,13 +243,7 @@ fn a_submit_refused_by_a_release_leaves_the_release_a_way_to_wake() {
             let books = Arc::clone(&books);
             thread::spawn(move || {
                 let newer = UploadShared::new(Arc::default());
-                let open = || {
-                    if books.is_released() {
-                        Err(UploadError::Released)
-                    } else {
-                        Ok(())
-                    }
-                };
+                let open = || open_unless_released(&books);
                 let admitted = books.admit(key, &newer, 1, IfFull::Wait, open);
                 if admitted.result.is_ok() {
                     books.started(&newer);
