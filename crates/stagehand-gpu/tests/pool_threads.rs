@@ -108,3 +108,70 @@ fn four_threads_taking_and_dropping_lose_and_double_hand_nothing() {
     assert_eq!((c.live_bytes, c.bad_frees), (0, 0), "{c:?}");
     assert_eq!(c.allocations, c.frees);
 }
+
+#[test]
+fn a_thread_reuses_a_block_another_thread_took_and_dropped_instead_of_allocating() {
+    let pool = pool();
+    // Taken and dropped on each of 16 threads in turn (more threads than
+    // the pool keeps shelves on this machine, so at least some take from a
+    // shelf other than the one the block idles on).
+    for _ in 0..16 {
+        std::thread::scope(|s| {
+            s.spawn(|| drop(pool.take(7, 4096).unwrap()));
+        });
+    }
+    drop(pool.take(7, 4096).unwrap());
+    let s = pool.stats();
+    assert_eq!(pool.backend().counts().allocations, 1, "{s:?}");
+    assert_eq!((s.hits, s.misses, s.held, s.idle), (16, 1, 4096, 4096));
+    let classes = pool.class_stats();
+    assert_eq!(classes.len(), 1, "one class however many shelves saw it");
+    assert_eq!((classes[0].idle, classes[0].takes), (1, 17));
+}
+
+#[test]
+fn end_batch_keeps_a_class_taken_on_a_different_thread_every_batch() {
+    let pool = pool();
+    for _ in 0..8 {
+        std::thread::scope(|s| {
+            s.spawn(|| drop(pool.take(1, 1000).unwrap()));
+        });
+        pool.end_batch();
+        assert_eq!(pool.stats().held, 1024);
+    }
+    assert_eq!(pool.backend().counts().allocations, 1);
+    pool.end_batch();
+    assert_eq!(pool.stats().held, 0, "a batch without it frees it");
+    assert_eq!(pool.backend().counts().live_bytes, 0);
+}
+
+#[test]
+fn a_budget_evicts_idle_blocks_from_every_threads_shelf() {
+    let pool = pool();
+    // Four threads each leave two idle blocks of a class of their own.
+    std::thread::scope(|s| {
+        for key in 0..4u8 {
+            let pool = &pool;
+            s.spawn(move || {
+                let two = [pool.take(key, 4096).unwrap(), pool.take(key, 4096).unwrap()];
+                drop(two);
+            });
+        }
+    });
+    assert_eq!(pool.stats().idle, 8 * 4096);
+    // A budget of three blocks evicts five, wherever they idle; a new
+    // class under it evicts one more.
+    pool.set_budget(Some(3 * 4096)).unwrap();
+    let s = pool.stats();
+    assert_eq!((s.held, s.evictions), (3 * 4096, 5), "{s:?}");
+    let held = pool.take(9, 4096).unwrap();
+    let s = pool.stats();
+    assert_eq!(
+        (s.held, s.in_use, s.evictions),
+        (3 * 4096, 4096, 6),
+        "{s:?}"
+    );
+    drop(held);
+    pool.trim();
+    assert_eq!(pool.backend().counts().live_bytes, 0);
+}

@@ -1,6 +1,6 @@
 //! [`Pooled`]: a block on loan from a pool, returned when dropped.
 
-use super::Shared;
+use super::PoolShelf;
 use super::backend::PoolBackend;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -17,7 +17,8 @@ pub struct Pooled<B: PoolBackend> {
     key: B::Key,
     capacity: u64,
     requested: u64,
-    pool: Arc<Shared<B>>,
+    /// The shelf it was taken from, and goes back to.
+    shelf: Arc<PoolShelf<B>>,
 }
 
 impl<B: PoolBackend> Pooled<B> {
@@ -26,14 +27,14 @@ impl<B: PoolBackend> Pooled<B> {
         key: B::Key,
         capacity: u64,
         requested: u64,
-        pool: Arc<Shared<B>>,
+        shelf: Arc<PoolShelf<B>>,
     ) -> Self {
         Self {
             block: Some(block),
             key,
             capacity,
             requested,
-            pool,
+            shelf,
         }
     }
 
@@ -80,7 +81,7 @@ impl<B: PoolBackend> DerefMut for Pooled<B> {
 impl<B: PoolBackend> Drop for Pooled<B> {
     fn drop(&mut self) {
         if let Some(block) = self.block.take() {
-            self.pool.give(&self.key, self.capacity, block);
+            self.shelf.give(&self.key, self.capacity, block);
         }
     }
 }
@@ -88,7 +89,7 @@ impl<B: PoolBackend> Drop for Pooled<B> {
 impl<B: PoolBackend> fmt::Debug for Pooled<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pooled")
-            .field("pool", &self.pool.name)
+            .field("pool", &self.shelf.pool.name)
             .field("key", &self.key)
             .field("capacity", &self.capacity)
             .field("requested", &self.requested)

@@ -2,7 +2,10 @@
 //!
 //! Requests round up to [capacity classes](size_class) (eight per power of
 //! two), idle blocks wait in a free list per key and class, and handles go
-//! back to their list when dropped. The pool can [`trim`](Pool::trim) all idle
+//! back to their list when dropped. Free lists sit on shelves, one
+//! per thread of a group (a few per core), so threads that take and drop at
+//! once share no lock on the hot path; bytes held, the budget and the batch
+//! sit in one ledger changed only on the slow path. The pool can [`trim`](Pool::trim) all idle
 //! memory, release classes a batch did not use ([`end_batch`](Pool::end_batch)),
 //! hold a budget, and turns a device's out-of-memory into a
 //! [`PoolError::OutOfMemory`] that carries the numbers a caller needs to
@@ -30,7 +33,9 @@ mod backend;
 mod error;
 mod free_list;
 mod handle;
+mod ledger;
 mod retry;
+mod shelf;
 pub mod size_class;
 mod stats;
 
@@ -41,9 +46,11 @@ pub use handle::Pooled;
 pub use retry::halve_on_oom;
 
 use crossbeam_utils::CachePadded;
-use free_list::{Books, Freed, Take};
+use ledger::{Ledger, Mirror};
 use parking_lot::Mutex;
+use shelf::{Freed, Shelf};
 use stats::Counters;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -96,89 +103,117 @@ impl PoolConfig {
     }
 }
 
-/// What the pool's handles share.
+/// What every shelf of a pool shares.
 pub(crate) struct Shared<B: PoolBackend> {
     backend: B,
     name: String,
-    /// On a cache line of its own: handles clone and drop the `Arc` this
-    /// lives in on every take, and that count must not share a line with
-    /// the lock every take takes.
-    books: CachePadded<Mutex<Books<B::Key, B::Block>>>,
+    /// Bytes held, the budget and the batch. Lock order: the ledger, then
+    /// any shelf.
+    ledger: Mutex<Ledger>,
+    /// The ledger's values the fast path reads without its lock.
+    mirror: Mirror,
     counters: Counters,
     /// Set when the `Pool` is dropped: blocks coming back are freed, not kept.
     closed: AtomicBool,
 }
 
-impl<B: PoolBackend> Drop for Shared<B> {
-    fn drop(&mut self) {
-        let mut freed = Vec::new();
-        self.books.get_mut().trim(&mut freed);
-        self.free_all(freed);
-    }
-}
-
 impl<B: PoolBackend> Shared<B> {
-    /// Frees blocks taken off the books, outside the lock.
+    /// Frees blocks taken off the books, outside every lock.
     fn free_all(&self, freed: Freed<B::Key, B::Block>) {
         Counters::bump(&self.counters.frees, freed.len() as u64);
         for (key, block) in freed {
             self.backend.free(&key, block);
         }
     }
+}
 
+/// One shelf of a pool. Handles hold the shelf they were taken from, so a
+/// block goes back to it and the reference count a take and a drop change
+/// is the shelf's own, not one all threads share.
+pub(crate) struct PoolShelf<B: PoolBackend> {
+    pool: Arc<Shared<B>>,
+    /// On a cache line of its own, apart from this shelf's reference count.
+    books: CachePadded<Mutex<Shelf<B::Key, B::Block>>>,
+}
+
+impl<B: PoolBackend> PoolShelf<B> {
+    /// Takes back a block from a handle: keeps it idle here, or frees it
+    /// when the backend cannot reuse it, the pool is closed or over budget.
     fn give(&self, key: &B::Key, cap: u64, block: B::Block) {
-        if !self.backend.recycle(key, &block) {
-            self.books.lock().forget(key, cap);
-            Counters::bump(&self.counters.discarded, 1);
-            self.free_all(vec![(key.clone(), block)]);
+        let pool = &self.pool;
+        let reusable = pool.backend.recycle(key, &block);
+        let closed = pool.closed.load(Relaxed);
+        if reusable && !closed && !pool.mirror.over_budget() {
+            self.books.lock().give(key, cap, block);
             return;
         }
-        if self.closed.load(Relaxed) {
+        if !reusable {
+            Counters::bump(&pool.counters.discarded, 1);
+        } else if !closed {
+            Counters::bump(&pool.counters.evictions, 1);
+        }
+        {
+            let mut ledger = pool.ledger.lock();
             self.books.lock().forget(key, cap);
-            self.free_all(vec![(key.clone(), block)]);
-            return;
+            ledger.release(cap);
+            ledger.publish(&pool.mirror);
         }
-        let over = self.books.lock().give(key, cap, block);
-        if let Some(block) = over {
-            Counters::bump(&self.counters.evictions, 1);
-            self.free_all(vec![(key.clone(), block)]);
-        }
+        pool.free_all(vec![(key.clone(), block)]);
     }
+}
 
-    fn oom(&self, requested: u64) -> PoolError {
-        Counters::bump(&self.counters.ooms, 1);
-        let books = self.books.lock();
-        PoolError::OutOfMemory {
-            requested,
-            held: books.held,
-            in_use: books.in_use,
-            idle: books.idle(),
-            budget: books.budget,
-        }
+impl<B: PoolBackend> Drop for PoolShelf<B> {
+    /// Frees what is still idle here once the pool and every handle taken
+    /// from this shelf are gone.
+    fn drop(&mut self) {
+        let mut freed = Vec::new();
+        self.books.get_mut().remove_idle(|_| true, &mut freed);
+        self.pool.free_all(freed);
     }
+}
+
+/// The pool's numbers summed over its shelves.
+struct Totals {
+    in_use: u64,
+    peak_in_use: u64,
+    hits: u64,
 }
 
 /// A caching pool of device blocks. `Send + Sync`; share it by reference or
 /// `Arc`. Handles keep the pool's state alive, so they may outlive it.
+///
+/// Threads take from shelves of their own, so a block of a
+/// class a thread keeps using is found without a lock other threads take.
 pub struct Pool<B: PoolBackend> {
     shared: Arc<Shared<B>>,
+    /// A power of two of them; never empty.
+    shelves: Box<[Arc<PoolShelf<B>>]>,
 }
 
 impl<B: PoolBackend> Pool<B> {
     /// A pool over `backend`.
     pub fn new(backend: B, config: PoolConfig) -> Result<Self, PoolError> {
         config.validate()?;
-        let books = Books::new(config.budget, u64::from(config.keep_batches));
-        let shared = Shared {
+        let ledger = Ledger::new(config.budget, u64::from(config.keep_batches));
+        let mirror = Mirror::default();
+        ledger.publish(&mirror);
+        let shared = Arc::new(Shared {
             backend,
             name: config.name,
-            books: CachePadded::new(Mutex::new(books)),
+            ledger: Mutex::new(ledger),
+            mirror,
             counters: Counters::default(),
             closed: AtomicBool::new(false),
-        };
-        Ok(Self {
-            shared: Arc::new(shared),
-        })
+        });
+        let shelves = (0..shelf::shelf_count())
+            .map(|_| {
+                Arc::new(PoolShelf {
+                    pool: Arc::clone(&shared),
+                    books: CachePadded::new(Mutex::new(Shelf::new())),
+                })
+            })
+            .collect();
+        Ok(Self { shared, shelves })
     }
 
     /// The backend.
@@ -195,15 +230,15 @@ impl<B: PoolBackend> Pool<B> {
         }
     }
 
-    /// Takes a block of at least `len` bytes for `key`: from the free list if
-    /// one is idle, else from the device. On out-of-memory the pool frees
-    /// every idle block and tries once more.
+    /// Takes a block of at least `len` bytes for `key`: from a free list if
+    /// one is idle (this thread's shelf first, then the others), else from
+    /// the device. On out-of-memory the pool frees every idle block and
+    /// tries once more.
     ///
     /// Errors: [`PoolError::InvalidRequest`] (zero length, over a device
     /// limit, bad key; the pool is unchanged), [`PoolError::OutOfMemory`],
     /// [`PoolError::Device`].
     pub fn take(&self, key: B::Key, len: u64) -> Result<Pooled<B>, PoolError> {
-        let shared = &self.shared;
         if len == 0 {
             return Err(PoolError::InvalidRequest {
                 len,
@@ -211,37 +246,93 @@ impl<B: PoolBackend> Pool<B> {
             });
         }
         let cap = Self::capacity_for(len);
-        // The hot path: an idle block of this class. A request that hits was
-        // valid when its block was allocated, so only misses are checked.
-        let hit = shared.books.lock().hit(&key, cap);
+        let home = &self.shelves[shelf::home_index(self.shelves.len())];
+        // The hot path: an idle block of this class on this thread's shelf.
+        // A request that hits was valid when its block was allocated, so
+        // only misses are checked.
+        let hit = home.books.lock().hit(&key, cap, self.shared.mirror.batch());
         if let Some(block) = hit {
-            return Ok(Pooled::new(block, key, cap, len, Arc::clone(shared)));
+            return Ok(Pooled::new(block, key, cap, len, Arc::clone(home)));
         }
+        let shared = &self.shared;
         shared
             .backend
             .check(&key, cap)
             .map_err(|e| PoolError::from_alloc(e, len))?;
+        if let Some(block) = self.find_idle(home, &key, cap) {
+            return Ok(Pooled::new(block, key, cap, len, Arc::clone(home)));
+        }
+        Counters::bump(&shared.counters.misses, 1);
         let mut freed = Vec::new();
-        let found = shared.books.lock().take(&key, cap, &mut freed);
+        let reserved = {
+            let mut ledger = shared.ledger.lock();
+            if let Some(budget) = ledger.budget {
+                self.evict_until(&mut ledger, budget.saturating_sub(cap), &mut freed);
+            }
+            let fits = ledger.budget.is_none_or(|b| ledger.held + cap <= b);
+            if fits {
+                ledger.reserve(cap);
+                home.books.lock().lend(&key, cap, ledger.batch);
+            }
+            ledger.publish(&shared.mirror);
+            fits
+        };
         Counters::bump(&shared.counters.evictions, freed.len() as u64);
         shared.free_all(freed);
-        match found {
-            Take::Hit(block) => Ok(Pooled::new(block, key, cap, len, Arc::clone(shared))),
-            Take::OverBudget => {
-                Counters::bump(&shared.counters.misses, 1);
-                Err(shared.oom(cap))
-            }
-            Take::Allocate => {
-                Counters::bump(&shared.counters.misses, 1);
-                let block = self.allocate(&key, cap, len)?;
-                Ok(Pooled::new(block, key, cap, len, Arc::clone(shared)))
+        if !reserved {
+            return Err(self.oom(cap));
+        }
+        let block = self.allocate(home, &key, cap, len)?;
+        Ok(Pooled::new(block, key, cap, len, Arc::clone(home)))
+    }
+
+    /// An idle block of `key` and `cap` on any shelf (the home shelf again
+    /// first: one may have come back since), lent from `home`.
+    fn find_idle(&self, home: &PoolShelf<B>, key: &B::Key, cap: u64) -> Option<B::Block> {
+        let batch = self.shared.mirror.batch();
+        if let Some(block) = home.books.lock().hit(key, cap, batch) {
+            return Some(block);
+        }
+        let block = self
+            .shelves
+            .iter()
+            .filter(|s| !std::ptr::eq(s.as_ref(), home))
+            .find_map(|s| s.books.lock().steal(key, cap))?;
+        let mut books = home.books.lock();
+        books.hits += 1;
+        books.lend(key, cap, batch);
+        Some(block)
+    }
+
+    /// Frees idle blocks, least recently used list first, until `held` is
+    /// at most `target` or nothing idle is left. Uses on one shelf are
+    /// ordered exactly; across shelves, by batch.
+    fn evict_until(&self, ledger: &mut Ledger, target: u64, freed: &mut Freed<B::Key, B::Block>) {
+        while ledger.held > target {
+            let victim = self
+                .shelves
+                .iter()
+                .filter_map(|s| s.books.lock().oldest_idle().map(|(k, age)| (age, s, k)))
+                .min_by_key(|(age, ..)| *age);
+            let Some((_, shelf, (key, cap))) = victim else {
+                return;
+            };
+            if let Some(block) = shelf.books.lock().steal(&key, cap) {
+                ledger.release(cap);
+                freed.push((key, block));
             }
         }
     }
 
     /// Allocates a reserved block, trimming and retrying once on
     /// out-of-memory; cancels the reservation if that fails too.
-    fn allocate(&self, key: &B::Key, cap: u64, len: u64) -> Result<B::Block, PoolError> {
+    fn allocate(
+        &self,
+        home: &PoolShelf<B>,
+        key: &B::Key,
+        cap: u64,
+        len: u64,
+    ) -> Result<B::Block, PoolError> {
         let shared = &self.shared;
         let mut result = shared.backend.allocate(key, cap);
         if matches!(result, Err(AllocError::OutOfMemory)) {
@@ -254,29 +345,72 @@ impl<B: PoolBackend> Pool<B> {
                 Ok(block)
             }
             Err(e) => {
-                shared.books.lock().forget(key, cap);
+                {
+                    let mut ledger = shared.ledger.lock();
+                    home.books.lock().forget(key, cap);
+                    ledger.release(cap);
+                    ledger.publish(&shared.mirror);
+                }
                 match e {
-                    AllocError::OutOfMemory => Err(shared.oom(cap)),
+                    AllocError::OutOfMemory => Err(self.oom(cap)),
                     other => Err(PoolError::from_alloc(other, len)),
                 }
             }
         }
     }
 
+    fn oom(&self, requested: u64) -> PoolError {
+        Counters::bump(&self.shared.counters.ooms, 1);
+        let ledger = self.shared.ledger.lock();
+        let in_use = self.totals().in_use;
+        PoolError::OutOfMemory {
+            requested,
+            held: ledger.held,
+            in_use,
+            idle: ledger.held.saturating_sub(in_use),
+            budget: ledger.budget,
+        }
+    }
+
+    /// Moves the idle blocks of the lists matching `stale` on every shelf
+    /// off the books, and frees them once the locks are released.
+    fn remove_idle(
+        &self,
+        stale: impl Fn(&Ledger, &free_list::FreeList<B::Block>) -> bool,
+        then: impl FnOnce(&mut Ledger),
+    ) {
+        let mut freed = Vec::new();
+        {
+            let mut ledger = self.shared.ledger.lock();
+            let bytes: u64 = self
+                .shelves
+                .iter()
+                .map(|s| {
+                    s.books
+                        .lock()
+                        .remove_idle(|l| stale(&ledger, l), &mut freed)
+                })
+                .sum();
+            ledger.release(bytes);
+            then(&mut ledger);
+            ledger.publish(&self.shared.mirror);
+        }
+        self.shared.free_all(freed);
+    }
+
     /// Gives every idle block back to the device.
     pub fn trim(&self) {
-        let mut freed = Vec::new();
-        self.shared.books.lock().trim(&mut freed);
         Counters::bump(&self.shared.counters.trims, 1);
-        self.shared.free_all(freed);
+        self.remove_idle(|_, _| true, |_| {});
     }
 
     /// Ends a batch: frees the idle blocks of every class no request touched
     /// in the last `keep_batches` batches, and starts the next.
     pub fn end_batch(&self) {
-        let mut freed = Vec::new();
-        self.shared.books.lock().end_batch(&mut freed);
-        self.shared.free_all(freed);
+        self.remove_idle(
+            |ledger, list| list.last_batch + ledger.keep_batches < ledger.batch + 1,
+            |ledger| ledger.batch += 1,
+        );
     }
 
     /// Sets the cap on bytes held, freeing idle blocks (least recently used
@@ -289,7 +423,14 @@ impl<B: PoolBackend> Pool<B> {
             ));
         }
         let mut freed = Vec::new();
-        self.shared.books.lock().set_budget(budget, &mut freed);
+        {
+            let mut ledger = self.shared.ledger.lock();
+            ledger.budget = budget;
+            if let Some(b) = budget {
+                self.evict_until(&mut ledger, b, &mut freed);
+            }
+            ledger.publish(&self.shared.mirror);
+        }
         Counters::bump(&self.shared.counters.evictions, freed.len() as u64);
         self.shared.free_all(freed);
         Ok(())
@@ -297,22 +438,48 @@ impl<B: PoolBackend> Pool<B> {
 
     /// Lowers the peaks to the current values.
     pub fn reset_peaks(&self) {
-        self.shared.books.lock().reset_peaks();
+        let mut ledger = self.shared.ledger.lock();
+        ledger.peak_held = ledger.held;
+        for s in self.shelves.iter() {
+            s.books.lock().reset_peak();
+        }
+    }
+
+    /// In use, its peak and hits over every shelf, each shelf read in turn.
+    fn totals(&self) -> Totals {
+        let mut t = Totals {
+            in_use: 0,
+            peak_in_use: 0,
+            hits: 0,
+        };
+        for s in self.shelves.iter() {
+            let books = s.books.lock();
+            t.in_use += books.in_use;
+            t.peak_in_use += books.peak_in_use;
+            t.hits += books.hits;
+        }
+        t
     }
 
     /// The pool's numbers now.
+    ///
+    /// `peak_in_use` is exact while one thread takes from the pool; with
+    /// several, it is the sum of each shelf's peak (capped by `peak_held`):
+    /// never below the true peak, above it when shelves peaked at different
+    /// times.
     pub fn stats(&self) -> PoolStats {
         let c = &self.shared.counters;
-        let books = self.shared.books.lock();
+        let ledger = self.shared.ledger.lock();
+        let t = self.totals();
         PoolStats {
             name: self.shared.name.clone(),
-            held: books.held,
-            peak_held: books.peak_held,
-            in_use: books.in_use,
-            peak_in_use: books.peak_in_use,
-            idle: books.idle(),
-            budget: books.budget,
-            hits: books.hits,
+            held: ledger.held,
+            peak_held: ledger.peak_held,
+            in_use: t.in_use,
+            peak_in_use: t.peak_in_use.min(ledger.peak_held).max(t.in_use),
+            idle: ledger.held.saturating_sub(t.in_use),
+            budget: ledger.budget,
+            hits: t.hits,
             misses: c.misses.load(Relaxed),
             allocations: c.allocations.load(Relaxed),
             frees: c.frees.load(Relaxed),
@@ -320,7 +487,7 @@ impl<B: PoolBackend> Pool<B> {
             ooms: c.ooms.load(Relaxed),
             evictions: c.evictions.load(Relaxed),
             discarded: c.discarded.load(Relaxed),
-            classes: books.lists.len() as u64,
+            classes: self.class_stats().len() as u64,
         }
     }
 
@@ -334,20 +501,27 @@ impl<B: PoolBackend> Pool<B> {
         }
     }
 
-    /// The numbers of each class, largest capacity first.
+    /// The numbers of each class over every shelf, largest capacity first.
     pub fn class_stats(&self) -> Vec<ClassStats> {
-        let books = self.shared.books.lock();
-        let mut classes: Vec<ClassStats> = books
-            .lists
-            .iter()
-            .map(|((key, cap), list)| ClassStats {
-                key: format!("{key:?}"),
-                capacity: *cap,
-                idle: list.idle.len() as u64,
-                in_use: list.in_use,
-                takes: list.takes,
-            })
-            .collect();
+        let mut merged: HashMap<(B::Key, u64), ClassStats> = HashMap::new();
+        for s in self.shelves.iter() {
+            let books = s.books.lock();
+            for ((key, cap), list) in &books.lists {
+                let c = merged
+                    .entry((key.clone(), *cap))
+                    .or_insert_with(|| ClassStats {
+                        key: format!("{key:?}"),
+                        capacity: *cap,
+                        idle: 0,
+                        in_use: 0,
+                        takes: 0,
+                    });
+                c.idle += list.idle.len() as u64;
+                c.in_use += list.in_use;
+                c.takes += list.takes;
+            }
+        }
+        let mut classes: Vec<ClassStats> = merged.into_values().collect();
         classes.sort_by(|a, b| b.capacity.cmp(&a.capacity).then_with(|| a.key.cmp(&b.key)));
         classes
     }
