@@ -5,7 +5,7 @@
 use stagehand_gpu::backend::fault::FaultBackend;
 use stagehand_gpu::pool::{Pool, PoolConfig};
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 
 fn pool() -> Pool<FaultBackend> {
     Pool::new(FaultBackend::new(None), PoolConfig::named("threads")).unwrap()
@@ -174,4 +174,123 @@ fn a_budget_evicts_idle_blocks_from_every_threads_shelf() {
     drop(held);
     pool.trim();
     assert_eq!(pool.backend().counts().live_bytes, 0);
+}
+
+#[test]
+fn end_batch_keeps_every_idle_block_of_a_class_used_this_batch() {
+    let pool = pool();
+    // Batch 0: two threads hold a block of the class at once, so it has
+    // idle blocks on two shelves.
+    let both = Barrier::new(2);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let h = pool.take(1, 4096).unwrap();
+                both.wait();
+                drop(h);
+            });
+        }
+    });
+    assert_eq!(pool.backend().counts().allocations, 2);
+    pool.end_batch();
+    assert_eq!(pool.stats().held, 2 * 4096);
+    // Batch 1 asks for the class once, on this thread's shelf: the class
+    // was used, so none of its idle blocks go.
+    drop(pool.take(1, 4096).unwrap());
+    pool.end_batch();
+    let s = pool.stats();
+    assert_eq!(s.held, 2 * 4096, "{s:?}");
+}
+
+#[test]
+fn set_budget_evicts_the_class_least_recently_taken_or_given_back() {
+    let pool = pool();
+    let x = pool.take(0, 4096).unwrap();
+    pool.end_batch();
+    drop(pool.take(1, 4096).unwrap());
+    // Class 0 was taken a batch earlier but given back last.
+    drop(x);
+    pool.set_budget(Some(4096)).unwrap();
+    let idle: Vec<String> = pool
+        .class_stats()
+        .into_iter()
+        .filter(|c| c.idle > 0)
+        .map(|c| c.key)
+        .collect();
+    assert_eq!(idle, vec!["0".to_string()]);
+}
+
+#[test]
+fn a_drop_racing_set_budget_leaves_no_idle_block_over_the_budget() {
+    let pool = pool();
+    let (go, done) = (Barrier::new(2), Barrier::new(2));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut over = Vec::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for handle in rx {
+                go.wait();
+                drop(handle);
+                done.wait();
+            }
+        });
+        for _ in 0..20_000 {
+            pool.set_budget(None).unwrap();
+            tx.send(pool.take(0, 4096).unwrap()).unwrap();
+            go.wait();
+            pool.set_budget(Some(1)).unwrap();
+            done.wait();
+            let s = pool.stats();
+            if s.idle > 0 {
+                over.push(s);
+            }
+            pool.trim();
+        }
+        drop(tx);
+    });
+    assert!(
+        over.is_empty(),
+        "{} rounds left an idle block over a 1-byte budget; first {:?}",
+        over.len(),
+        over.first()
+    );
+}
+
+#[test]
+fn stats_taken_while_threads_take_drop_and_steal_add_up() {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    let pool = pool();
+    let running = AtomicUsize::new(3);
+    let mut bad = Vec::new();
+    let mut snapshots = 0;
+    std::thread::scope(|s| {
+        for t in 0..3u64 {
+            let (pool, running) = (&pool, &running);
+            s.spawn(move || {
+                for i in 0..20_000u64 {
+                    // Two at once now and then, so blocks move between
+                    // shelves (a miss takes another shelf's idle block).
+                    let a = pool.take(0, 4096).unwrap();
+                    let b = ((i + t) % 3 == 0).then(|| pool.take(0, 4096).unwrap());
+                    drop((a, b));
+                }
+                running.fetch_sub(1, Relaxed);
+            });
+        }
+        while running.load(Relaxed) > 0 {
+            let s = pool.stats();
+            snapshots += 1;
+            if s.in_use > s.held || s.held != s.in_use + s.idle {
+                bad.push(s);
+            }
+            std::thread::yield_now();
+        }
+    });
+    assert!(snapshots > 0);
+    assert!(
+        bad.is_empty(),
+        "{} of {snapshots} snapshots do not add up; first {:?}",
+        bad.len(),
+        bad.first()
+    );
 }

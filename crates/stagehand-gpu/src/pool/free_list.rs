@@ -9,6 +9,8 @@ pub(crate) struct FreeList<Block> {
     pub in_use: u64,
     /// The batch in which a request last asked for this class.
     pub last_batch: u64,
+    /// The batch of the last take from or give to this list.
+    pub last_touch: u64,
     /// The shelf's clock at the last take from or give to this list.
     pub last_tick: u64,
     /// Requests for this class since the list was made.
@@ -21,14 +23,16 @@ impl<Block> FreeList<Block> {
             idle: Vec::new(),
             in_use: 0,
             last_batch: 0,
+            last_touch: 0,
             last_tick: 0,
             takes: 0,
         }
     }
 
-    /// How long ago the list was used, oldest first: by batch, then by the
-    /// shelf's clock (which orders uses on one shelf only).
+    /// How long ago a block last left or came back to the list, oldest
+    /// first: by batch, then by the shelf's clock (which orders uses on one
+    /// shelf only, exactly).
     pub fn age(&self) -> (u64, u64) {
-        (self.last_batch, self.last_tick)
+        (self.last_touch, self.last_tick)
     }
 }

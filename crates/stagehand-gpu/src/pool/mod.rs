@@ -143,9 +143,15 @@ impl<B: PoolBackend> PoolShelf<B> {
         let pool = &self.pool;
         let reusable = pool.backend.recycle(key, &block);
         let closed = pool.closed.load(Relaxed);
-        if reusable && !closed && !pool.mirror.over_budget() {
-            self.books.lock().give(key, cap, block);
-            return;
+        if reusable && !closed {
+            // The budget is read under the shelf's lock: `set_budget`
+            // publishes a new one before it looks at the shelves, so a block
+            // kept here either is seen by its eviction or sees its budget.
+            let mut books = self.books.lock();
+            if !pool.mirror.over_budget() {
+                books.give(key, cap, block, pool.mirror.batch());
+                return;
+            }
         }
         if !reusable {
             Counters::bump(&pool.counters.discarded, 1);
@@ -167,7 +173,7 @@ impl<B: PoolBackend> Drop for PoolShelf<B> {
     /// from this shelf are gone.
     fn drop(&mut self) {
         let mut freed = Vec::new();
-        self.books.get_mut().remove_idle(|_| true, &mut freed);
+        self.books.get_mut().remove_idle(|_, _| true, &mut freed);
         self.pool.free_all(freed);
     }
 }
@@ -293,6 +299,9 @@ impl<B: PoolBackend> Pool<B> {
         if let Some(block) = home.books.lock().hit(key, cap, batch) {
             return Some(block);
         }
+        // Under the ledger's lock, so a block never moves between shelves
+        // while `stats` adds them up.
+        let _ledger = self.shared.ledger.lock();
         let block = self
             .shelves
             .iter()
@@ -372,27 +381,18 @@ impl<B: PoolBackend> Pool<B> {
         }
     }
 
-    /// Moves the idle blocks of the lists matching `stale` on every shelf
-    /// off the books, and frees them once the locks are released.
-    fn remove_idle(
-        &self,
-        stale: impl Fn(&Ledger, &free_list::FreeList<B::Block>) -> bool,
-        then: impl FnOnce(&mut Ledger),
-    ) {
+    /// Moves every idle block on every shelf off the books, and frees them
+    /// once the locks are released.
+    fn remove_all_idle(&self) {
         let mut freed = Vec::new();
         {
             let mut ledger = self.shared.ledger.lock();
             let bytes: u64 = self
                 .shelves
                 .iter()
-                .map(|s| {
-                    s.books
-                        .lock()
-                        .remove_idle(|l| stale(&ledger, l), &mut freed)
-                })
+                .map(|s| s.books.lock().remove_idle(|_, _| true, &mut freed))
                 .sum();
             ledger.release(bytes);
-            then(&mut ledger);
             ledger.publish(&self.shared.mirror);
         }
         self.shared.free_all(freed);
@@ -401,16 +401,38 @@ impl<B: PoolBackend> Pool<B> {
     /// Gives every idle block back to the device.
     pub fn trim(&self) {
         Counters::bump(&self.shared.counters.trims, 1);
-        self.remove_idle(|_, _| true, |_| {});
+        self.remove_all_idle();
     }
 
     /// Ends a batch: frees the idle blocks of every class no request touched
-    /// in the last `keep_batches` batches, and starts the next.
+    /// in the last `keep_batches` batches, and starts the next. A class is
+    /// judged over every shelf: one used on any shelf keeps its idle blocks
+    /// on all of them.
     pub fn end_batch(&self) {
-        self.remove_idle(
-            |ledger, list| list.last_batch + ledger.keep_batches < ledger.batch + 1,
-            |ledger| ledger.batch += 1,
-        );
+        let mut freed = Vec::new();
+        {
+            let mut ledger = self.shared.ledger.lock();
+            let mut last_asked: HashMap<(B::Key, u64), u64> = HashMap::new();
+            for s in self.shelves.iter() {
+                for (k, list) in &s.books.lock().lists {
+                    let batch = last_asked.entry(k.clone()).or_default();
+                    *batch = (*batch).max(list.last_batch);
+                }
+            }
+            let oldest_kept = (ledger.batch + 1).saturating_sub(ledger.keep_batches);
+            let stale = |k: &(B::Key, u64), _: &free_list::FreeList<B::Block>| {
+                last_asked.get(k).copied().unwrap_or(0) < oldest_kept
+            };
+            let bytes: u64 = self
+                .shelves
+                .iter()
+                .map(|s| s.books.lock().remove_idle(stale, &mut freed))
+                .sum();
+            ledger.release(bytes);
+            ledger.batch += 1;
+            ledger.publish(&self.shared.mirror);
+        }
+        self.shared.free_all(freed);
     }
 
     /// Sets the cap on bytes held, freeing idle blocks (least recently used
@@ -426,6 +448,8 @@ impl<B: PoolBackend> Pool<B> {
         {
             let mut ledger = self.shared.ledger.lock();
             ledger.budget = budget;
+            // Published before the shelves are looked at: see `give`.
+            ledger.publish(&self.shared.mirror);
             if let Some(b) = budget {
                 self.evict_until(&mut ledger, b, &mut freed);
             }

@@ -57,6 +57,7 @@ impl<K: Clone + Eq + Hash, Block> Shelf<K, Block> {
             .entry((key.clone(), cap))
             .or_insert_with(FreeList::new);
         list.last_batch = batch;
+        list.last_touch = batch;
         list.last_tick = tick;
         list.takes += 1;
         list.in_use += 1;
@@ -71,6 +72,7 @@ impl<K: Clone + Eq + Hash, Block> Shelf<K, Block> {
         let block = list.idle.pop()?;
         self.tick += 1;
         list.last_batch = batch;
+        list.last_touch = batch;
         list.last_tick = self.tick;
         list.takes += 1;
         list.in_use += 1;
@@ -99,7 +101,7 @@ impl<K: Clone + Eq + Hash, Block> Shelf<K, Block> {
     }
 
     /// Takes back a lent block and keeps it idle.
-    pub fn give(&mut self, key: &K, cap: u64, block: Block) {
+    pub fn give(&mut self, key: &K, cap: u64, block: Block, batch: u64) {
         debug_assert!(self.in_use >= cap);
         self.in_use -= cap;
         self.tick += 1;
@@ -111,6 +113,7 @@ impl<K: Clone + Eq + Hash, Block> Shelf<K, Block> {
         debug_assert!(list.in_use > 0, "a block in use keeps its list");
         list.in_use = list.in_use.saturating_sub(1);
         list.idle.push(block);
+        list.last_touch = batch;
         list.last_tick = self.tick;
     }
 
@@ -118,12 +121,13 @@ impl<K: Clone + Eq + Hash, Block> Shelf<K, Block> {
     /// lists left with nothing in use, and returns the bytes moved.
     pub fn remove_idle(
         &mut self,
-        stale: impl Fn(&FreeList<Block>) -> bool,
+        stale: impl Fn(&(K, u64), &FreeList<Block>) -> bool,
         freed: &mut Freed<K, Block>,
     ) -> u64 {
         let mut bytes = 0;
-        self.lists.retain(|(key, cap), list| {
-            if !stale(list) {
+        self.lists.retain(|k, list| {
+            let (key, cap) = k;
+            if !stale(k, list) {
                 return true;
             }
             bytes += cap * list.idle.len() as u64;
