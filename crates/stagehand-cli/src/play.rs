@@ -22,14 +22,16 @@ pub struct PlayArgs {
     gpu: super::GpuArgs,
     /// What to play: a folder of frames, a pattern (shot.####.exr,
     /// shot.%04d.exr) or one image; EXR, PNG, TIFF or JPEG. Frame numbers
-    /// come from the names; gaps hold the previous frame. Without it,
-    /// synthetic 4K frames are generated in place.
+    /// come from the names; gaps hold the previous frame. Or a movie
+    /// (.mov, .mp4, .mkv, ...; any codec the system's FFmpeg decodes).
+    /// Without it, synthetic 4K frames are generated in place.
     source: Option<PathBuf>,
-    /// Frames per second, 0.1 to 1000.
+    /// Frames per second, 0.1 to 1000 (default: a movie's own rate, else
+    /// 24).
     // Negative numbers are taken as values, so `--fps -5` is refused as
     // out of range rather than as an unknown argument.
-    #[arg(long, default_value_t = 24.0, allow_negative_numbers = true)]
-    fps: f64,
+    #[arg(long, allow_negative_numbers = true)]
+    fps: Option<f64>,
     /// Frame numbers to play, FIRST-LAST (inclusive).
     #[arg(long, value_parser = parse_range)]
     range: Option<(i64, i64)>,
@@ -199,6 +201,16 @@ impl OutFile {
 }
 
 impl PlayArgs {
+    /// The rate asked for, else a movie's own, else 24.
+    fn rate(&self) -> f64 {
+        self.fps.unwrap_or_else(|| {
+            self.source
+                .as_deref()
+                .and_then(stagehand_play::source::nominal_rate)
+                .unwrap_or(24.0)
+        })
+    }
+
     /// Frames to play: `--frames`, or `--seconds` at `--fps` rounded up;
     /// a duration that is not positive and finite is refused.
     fn frames(&self, windowed: bool) -> Result<Option<u64>, PlayError> {
@@ -210,22 +222,22 @@ impl PlayArgs {
         let Some(s) = self.seconds else {
             return Ok(self.frames);
         };
-        let max = stagehand_play::options::MAX_FRAMES as f64 / self.fps.max(0.1);
+        let max = stagehand_play::options::MAX_FRAMES as f64 / self.rate().max(0.1);
         if !(s.is_finite() && s > 0.0 && s <= max) {
             return Err(PlayError::InvalidOption(format!(
                 "--seconds {s}: must be above 0 and at most {max:.0} at {} fps",
-                self.fps
+                self.rate()
             )));
         }
-        Ok(Some((s * self.fps).ceil().max(1.0) as u64))
+        Ok(Some((s * self.rate()).ceil().max(1.0) as u64))
     }
 
     /// Synthetic frames play 5 seconds unless told otherwise; the count
     /// is known now, so `--save-frame` past it is refused before playback.
     /// `None` for a sequence, or a rate `validate` refuses.
     fn synthetic_frames(&self) -> Option<u64> {
-        let valid = self.fps.is_finite() && self.fps > 0.0;
-        (self.source.is_none() && valid).then(|| (self.fps * 5.0).ceil() as u64)
+        let valid = self.rate().is_finite() && self.rate() > 0.0;
+        (self.source.is_none() && valid).then(|| (self.rate() * 5.0).ceil() as u64)
     }
 
     /// The player's options, checked, and the `--save-frame` tick.
@@ -240,7 +252,7 @@ impl PlayArgs {
         let options = PlayOptions {
             source: self.source.clone(),
             range: self.range,
-            fps: self.fps,
+            fps: self.rate(),
             size: self.size,
             output_size: self.output_size,
             frames: self.frames(windowed)?.or_else(|| self.synthetic_frames()),

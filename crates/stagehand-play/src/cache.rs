@@ -560,6 +560,7 @@ mod tests {
                 height: 1,
                 channels: 1,
                 sample: SampleType::U8,
+                yuv: None,
             },
             data: Bytes::from(vec![tag; 4]),
         }

@@ -70,6 +70,20 @@ pub fn choose(
     has_16bit_norm: bool,
 ) -> Result<FormatPlan, PlayError> {
     use wgpu::TextureFormat as T;
+    if let Some(yuv) = source.yuv {
+        // A movie's planes go up as the decoder made them, every code
+        // value exact, and become RGB in the render pass.
+        if choice != FormatChoice::Auto {
+            return Err(PlayError::InvalidOption(
+                "--format is for image sequences: a movie's Y'CbCr planes are uploaded as decoded and converted on the GPU".into(),
+            ));
+        }
+        return Ok(FormatPlan {
+            texture: if yuv.bits > 8 { T::R16Uint } else { T::R8Uint },
+            source,
+            reduction: None,
+        });
+    }
     let sample = source.sample;
     let (texture, reduction): (T, Option<&str>) = match (choice, sample) {
         (FormatChoice::Auto, SampleType::U8) => (T::Rgba8Unorm, None),
@@ -122,9 +136,11 @@ pub fn choose(
     })
 }
 
-/// Bytes of one RGBA texel of `format` (the formats [`choose`] picks).
+/// Bytes of one texel of `format` (the formats [`choose`] picks).
 pub fn texel_bytes(format: wgpu::TextureFormat) -> usize {
     match format {
+        wgpu::TextureFormat::R8Uint => 1,
+        wgpu::TextureFormat::R16Uint => 2,
         wgpu::TextureFormat::Rgba8Unorm => 4,
         wgpu::TextureFormat::Rgba16Unorm | wgpu::TextureFormat::Rgba16Float => 8,
         _ => 16,
@@ -260,8 +276,16 @@ fn convert_row<T: Target>(info: &FrameInfo, src: &[u8], dst: &mut [u8]) {
     }
 }
 
-/// Whether `frame`'s rows are already RGBA texels of `texture`.
+/// Whether `frame`'s rows are already texels of `texture`: RGBA at the
+/// texture's precision, or packed Y'CbCr planes.
 fn is_identity(info: &FrameInfo, texture: wgpu::TextureFormat) -> bool {
+    if info.yuv.is_some() {
+        return matches!(
+            (info.sample, texture),
+            (SampleType::U8, wgpu::TextureFormat::R8Uint)
+                | (SampleType::U16, wgpu::TextureFormat::R16Uint)
+        );
+    }
     info.channels == 4
         && matches!(
             (info.sample, texture),
@@ -282,9 +306,10 @@ pub fn fill_staging(
     pitch: usize,
 ) {
     let info = &frame.info;
+    let (width, height) = info.texture_size();
     let src_row = info.row_bytes();
-    let dst_row = info.width as usize * texel_bytes(texture);
-    let rows = frame.data.chunks_exact(src_row).take(info.height as usize);
+    let dst_row = width as usize * texel_bytes(texture);
+    let rows = frame.data.chunks_exact(src_row).take(height as usize);
     if is_identity(info, texture) {
         for (y, row) in rows.enumerate() {
             out.slice(y * pitch..y * pitch + dst_row)
@@ -389,6 +414,7 @@ mod tests {
             height: 1,
             channels,
             sample,
+            yuv: None,
         }
     }
 
@@ -428,6 +454,7 @@ mod tests {
                 height: 1,
                 channels: 4,
                 sample: SampleType::F16,
+                yuv: None,
             },
             data: Bytes::from(data.clone()),
         };
@@ -443,6 +470,7 @@ mod tests {
                 height: 1,
                 channels,
                 sample: SampleType::F32,
+                yuv: None,
             };
             let src: Vec<u8> = values
                 .iter()

@@ -23,6 +23,7 @@ mod summary;
 pub mod testdata;
 pub mod transport;
 pub mod window;
+pub mod yuv;
 
 pub use cache::{CacheConfig, CacheStats, FrameCache};
 pub use error::PlayError;

@@ -74,6 +74,9 @@ pub struct PassStats {
 /// What a playback did.
 #[derive(Clone, Debug, Serialize)]
 pub struct PlaySummary {
+    /// What the user should know first: a damaged movie played up to its
+    /// damage.
+    pub warnings: Vec<String>,
     /// The adapter it ran on.
     pub adapter: String,
     /// What played: the folder or pattern, or "synthetic".
@@ -189,7 +192,12 @@ fn ms(m: &Millis) -> Vec<Cell> {
 impl PlaySummary {
     fn fields(&self) -> Vec<(String, Cell)> {
         let f = &self.frames;
-        let mut fields = vec![
+        let mut fields: Vec<(String, Cell)> = self
+            .warnings
+            .iter()
+            .map(|w| ("warning".into(), Cell::text(w)))
+            .collect();
+        fields.extend([
             ("adapter".into(), Cell::text(&self.adapter)),
             ("source".into(), Cell::text(&self.source)),
             ("output".into(), Cell::text(&self.output)),
@@ -207,7 +215,28 @@ impl PlaySummary {
                     self.format.texture, self.format.source.channels, self.format.source.sample
                 )),
             ),
-        ];
+        ]);
+        if let Some(yuv) = &self.format.source.yuv {
+            let (w, h) = (self.size.0, self.size.1);
+            let rgba = u64::from(w) * u64::from(h) * 4;
+            fields.push((
+                "planes".into(),
+                Cell::text(format!(
+                    "Y'CbCr {} {}-bit, {:?} {:?} range, chroma {:?}: {} a frame to upload (RGBA8 would be {})",
+                    match yuv.chroma {
+                        crate::yuv::Chroma::S420 => "4:2:0",
+                        crate::yuv::Chroma::S422 => "4:2:2",
+                        crate::yuv::Chroma::S444 => "4:4:4",
+                    },
+                    yuv.bits,
+                    yuv.matrix,
+                    yuv.range,
+                    yuv.siting,
+                    human_bytes(yuv.packed_bytes(w, h) as u64),
+                    human_bytes(rgba),
+                )),
+            ));
+        }
         if let Some(reduction) = &self.format.reduction {
             fields.push((
                 "precision".into(),

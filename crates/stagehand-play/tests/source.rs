@@ -108,6 +108,7 @@ fn info(width: usize, height: usize, channels: u8, sample: SampleType) -> FrameI
         height: height as u32,
         channels,
         sample,
+        yuv: None,
     }
 }
 

@@ -18,7 +18,9 @@ use crate::options::{Mode, PlayOptions, Preroll};
 use crate::pattern;
 use crate::render::overlay::Overlay;
 use crate::render::{Display, Renderer, read_texture};
-use crate::source::{self, Frame, FrameInfo, SampleType, Sequence};
+use crate::source::{
+    self, Frame, FrameInfo, Frames, SampleType, Sequence, SequenceFrames, check_size,
+};
 use crate::summary::{Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
 use crate::transport::{Claim, Route};
 use crate::window::{Screen, SurfaceInfo};
@@ -61,8 +63,9 @@ pub fn wanted_features() -> wgpu::Features {
 /// Where frames come from, opened and checked.
 enum Feed {
     Synthetic(Arc<pattern::Painter>),
-    Sequence {
-        sequence: Arc<Sequence>,
+    /// Decoded frames of an image sequence or a movie, through the cache.
+    Frames {
+        frames: Arc<dyn Frames>,
         cache: Arc<FrameCache>,
     },
 }
@@ -186,7 +189,7 @@ fn play_to(
         frame_duration: period,
         ..FrameQueueConfig::default()
     };
-    let desc = texture_desc(opened.size, opened.plan.texture);
+    let desc = texture_desc(opened.plan.source.texture_size(), opened.plan.texture);
     let queue = Arc::new(FrameQueue::new(engine, &desc, config)?);
     // Float sources are scene-linear, whatever texture holds them; integer
     // sources are display-referred and drawn as stored.
@@ -208,10 +211,11 @@ fn play_to(
         (output_size.0.max(1), output_size.1.max(1)),
         target_format,
         display,
+        opened.plan.source.yuv,
     )?;
     let gpu_cache = match (&opened.feed, options.gpu_cache_bytes) {
-        (Feed::Sequence { sequence, .. }, Some(budget)) if budget > 0 => {
-            Some(GpuCache::new(gpu, &desc, budget, sequence.len())?)
+        (Feed::Frames { frames, .. }, Some(budget)) if budget > 0 => {
+            Some(GpuCache::new(gpu, &desc, budget, frames.len())?)
         }
         _ => None,
     };
@@ -233,13 +237,9 @@ fn play_to(
         tier,
     });
     let decoders = match &opened.feed {
-        Feed::Sequence { sequence, cache } => spawn_decoders(
-            sequence,
-            cache,
-            opened.plan.source,
-            options.threads,
-            &shared,
-        )?,
+        Feed::Frames { frames, cache } => {
+            spawn_decoders(frames, cache, frames.decoders(options.threads), &shared)?
+        }
         Feed::Synthetic(_) => Vec::new(),
     };
     let mut run = Run::new(
@@ -332,8 +332,9 @@ fn summarize(
         .start
         .get()
         .map_or(0.0, |s| s.elapsed().as_secs_f64());
-    let frame_bytes = u64::from(opened.size.0)
-        * u64::from(opened.size.1)
+    let (texture_w, texture_h) = opened.plan.source.texture_size();
+    let frame_bytes = u64::from(texture_w)
+        * u64::from(texture_h)
         * format::texel_bytes(opened.plan.texture) as u64;
     let decoded = c.decode_nanos.load(Ordering::Relaxed) as f64 / 1e9;
     let peak_now = engine.staging_pool().stats().peak_held;
@@ -363,6 +364,7 @@ fn summarize(
     };
     let source_numbers = |pos: usize| number_at(&opened.feed, pos);
     PlaySummary {
+        warnings: opened.warnings.clone(),
         adapter: format!("{} ({:?})", gpu.info().name, gpu.info().backend),
         source: options
             .source
@@ -406,7 +408,7 @@ fn summarize(
         upload_bandwidth: per_second((frames.pushed * frame_bytes) as f64, seconds),
         gpu_cache: run.gpu_cache.as_ref().map(GpuCache::stats),
         cache: match &opened.feed {
-            Feed::Sequence { cache, .. } => Some(cache.stats()),
+            Feed::Frames { cache, .. } => Some(cache.stats()),
             Feed::Synthetic(_) => None,
         },
         peak_staging: peak_now.max(played.first_second_peak.unwrap_or(0)),
@@ -435,7 +437,7 @@ fn summarize(
 /// carry one, else the position.
 fn number_at(feed: &Feed, pos: usize) -> i64 {
     match feed {
-        Feed::Sequence { sequence, .. } => number_of(sequence, pos),
+        Feed::Frames { frames, .. } => frames.number(pos),
         Feed::Synthetic(_) => pos as i64,
     }
 }
@@ -450,6 +452,9 @@ struct Opened {
     size: (u32, u32),
     plan: FormatPlan,
     total: u64,
+    /// What the summary should say before anything else (a damaged
+    /// movie).
+    warnings: Vec<String>,
 }
 
 /// Opens the sequence (reading every frame's header, so a frame of
@@ -462,8 +467,87 @@ fn open_feed(gpu: &Gpu, options: &PlayOptions, windowed: bool) -> Result<Opened,
         .contains(wgpu::Features::TEXTURE_FORMAT_16BIT_NORM);
     match &options.source {
         None => open_synthetic(options, has_16bit_norm, windowed),
+        Some(spec) if source::is_movie(spec) => open_movie(spec, options, windowed),
         Some(spec) => open_sequence(spec, options, has_16bit_norm, windowed),
     }
+}
+
+/// A movie through FFmpeg, indexed and its first frame decoded, with its
+/// frame cache.
+#[cfg(feature = "video")]
+fn open_movie(spec: &Path, options: &PlayOptions, windowed: bool) -> Result<Opened, PlayError> {
+    if options.range.is_some() {
+        return Err(PlayError::InvalidOption(
+            "--range is for image sequences; play part of a movie with --seek and --frames".into(),
+        ));
+    }
+    let movie = source::movie::Movie::open(spec)?;
+    let info = movie.info();
+    let plan = format::choose(info, options.format, false)?;
+    let len = movie.len();
+    let start = match options.seek {
+        None => 0,
+        Some(n) if (0..len as i64).contains(&n) => n as usize,
+        Some(n) => {
+            return Err(PlayError::InvalidOption(format!(
+                "--seek {n}: the movie has frames 0 to {}",
+                len.saturating_sub(1)
+            )));
+        }
+    };
+    let total = ticks_to_run(options, len as u64, start as u64, windowed);
+    let cache = frame_cache(options, len, HashSet::new(), info.bytes());
+    let warnings = movie
+        .damage()
+        .map(|d| {
+            format!(
+                "{}: damaged: {d}; playing the {} frames before it",
+                spec.display(),
+                movie.frame_count()
+            )
+        })
+        .into_iter()
+        .collect();
+    Ok(Opened {
+        feed: Feed::Frames {
+            frames: Arc::new(movie),
+            cache,
+        },
+        len,
+        start,
+        size: (info.width, info.height),
+        plan,
+        total,
+        warnings,
+    })
+}
+
+/// Without the `video` feature, a movie is refused, saying why.
+#[cfg(not(feature = "video"))]
+fn open_movie(spec: &Path, _: &PlayOptions, _: bool) -> Result<Opened, PlayError> {
+    Err(PlayError::Unsupported {
+        path: spec.to_owned(),
+        reason: "movies need stagehand built with the `video` feature (FFmpeg); this build has no movie support".into(),
+    })
+}
+
+/// The frame cache for `len` positions of at most `largest` bytes.
+fn frame_cache(
+    options: &PlayOptions,
+    len: usize,
+    gaps: HashSet<usize>,
+    largest: usize,
+) -> Arc<FrameCache> {
+    let read_behind = (options.read_behind * options.fps).ceil() as usize;
+    let config = CacheConfig {
+        budget: options
+            .cache_bytes
+            .unwrap_or_else(crate::cache::default_budget),
+        read_behind,
+        looped: options.looped,
+        hand_over: options.threads + 1,
+    };
+    Arc::new(FrameCache::new(config, len, gaps, largest as u64))
 }
 
 /// The synthetic feed: painted frames of `options.size`.
@@ -477,6 +561,7 @@ fn open_synthetic(
         height: options.size.1,
         channels: 4,
         sample: SampleType::U8,
+        yuv: None,
     };
     let plan = format::choose(info, crate::FormatChoice::Rgba8, has_16bit_norm)?;
     let len = options
@@ -502,6 +587,7 @@ fn open_synthetic(
         size: options.size,
         plan,
         total: ticks_to_run(options, len, start as u64, windowed),
+        warnings: Vec::new(),
     })
 }
 
@@ -522,15 +608,6 @@ fn open_sequence(
     };
     let total = ticks_to_run(options, len, start as u64, windowed);
     let sequence = Arc::new(sequence);
-    let read_behind = (options.read_behind * options.fps).ceil() as usize;
-    let config = CacheConfig {
-        budget: options
-            .cache_bytes
-            .unwrap_or_else(crate::cache::default_budget),
-        read_behind,
-        looped: options.looped,
-        hand_over: options.threads + 1,
-    };
     let gaps: HashSet<usize> = sequence
         .entries
         .iter()
@@ -538,22 +615,16 @@ fn open_sequence(
         .filter(|(_, e)| e.path.is_none())
         .map(|(i, _)| i)
         .collect();
-    let cache = Arc::new(FrameCache::new(
-        config,
-        sequence.len(),
-        gaps,
-        largest as u64,
-    ));
+    let frames: Arc<dyn Frames> = Arc::new(SequenceFrames::new(Arc::clone(&sequence), info));
+    let cache = frame_cache(options, sequence.len(), gaps, largest);
     Ok(Opened {
-        feed: Feed::Sequence {
-            sequence: Arc::clone(&sequence),
-            cache,
-        },
+        feed: Feed::Frames { frames, cache },
         len: sequence.len(),
         start,
         size: (info.width, info.height),
         plan,
         total,
+        warnings: Vec::new(),
     })
 }
 
@@ -634,18 +705,6 @@ fn ticks_to_run(options: &PlayOptions, len: u64, start: u64, windowed: bool) -> 
     }
 }
 
-/// A frame must match the sequence's first in size.
-fn check_size(path: &Path, expected: &FrameInfo, got: &FrameInfo) -> Result<(), PlayError> {
-    if (got.width, got.height) != (expected.width, expected.height) {
-        return Err(PlayError::SizeMismatch {
-            path: path.to_owned(),
-            expected: (expected.width, expected.height),
-            got: (got.width, got.height),
-        });
-    }
-    Ok(())
-}
-
 fn kind_of(sample: SampleType) -> &'static str {
     if sample.is_float() {
         "scene-linear (float)"
@@ -674,19 +733,17 @@ fn texture_desc(size: (u32, u32), format: wgpu::TextureFormat) -> wgpu::TextureD
 /// Starts `threads` decoders: each claims the most useful position the
 /// cache wants, decodes it and hands it in, until the cache closes.
 fn spawn_decoders(
-    sequence: &Arc<Sequence>,
+    frames: &Arc<dyn Frames>,
     cache: &Arc<FrameCache>,
-    expected: FrameInfo,
     threads: usize,
     shared: &Arc<Shared>,
 ) -> Result<Vec<JoinHandle<()>>, PlayError> {
     let mut handles = Vec::with_capacity(threads);
     for id in 0..threads {
-        let (sequence, cache2, shared) =
-            (Arc::clone(sequence), Arc::clone(cache), Arc::clone(shared));
+        let (frames, cache2, shared) = (Arc::clone(frames), Arc::clone(cache), Arc::clone(shared));
         let spawned = std::thread::Builder::new()
             .name(format!("decode {id}"))
-            .spawn(move || decode_loop(id, &sequence, &cache2, expected, &shared));
+            .spawn(move || decode_loop(id, frames.as_ref(), &cache2, &shared));
         match spawned {
             Ok(handle) => handles.push(handle),
             Err(e) => {
@@ -706,37 +763,21 @@ fn spawn_decoders(
 
 /// One decoder: claims the most useful position the cache wants, decodes
 /// it and hands it in, until the cache closes. A decoder that panics on a
-/// file hands in an error for it, so nobody waits for that frame.
-fn decode_loop(
-    id: usize,
-    sequence: &Sequence,
-    cache: &FrameCache,
-    expected: FrameInfo,
-    shared: &Shared,
-) {
+/// frame hands in an error for it, so nobody waits for that frame.
+fn decode_loop(id: usize, frames: &dyn Frames, cache: &FrameCache, shared: &Shared) {
     // Decoding ahead must not starve the uploads of frames already
     // decoded: decoders run at the transfer workers' priority, below the
     // render thread (a refusal by the OS leaves them where they are).
     let _ = stagehand_gpu::upload::set_priority(stagehand_gpu::upload::ThreadPriority::Low);
     while let Some(pos) = cache.claim() {
         let start = Instant::now();
-        let frame = match sequence.entries[pos].path.as_deref() {
-            None => Err(PlayError::InvalidOption(format!(
-                "position {pos} of the sequence is a gap"
-            ))),
-            Some(path) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                source::decode(path).and_then(|f| {
-                    check_size(path, &expected, &f.info)?;
-                    Ok(f)
-                })
-            }))
+        let frame = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| frames.decode(pos)))
             .unwrap_or_else(|_| {
-                Err(PlayError::Decode {
-                    path: path.to_owned(),
-                    reason: "the decoder panicked on this file".into(),
-                })
-            }),
-        };
+                Err(PlayError::InvalidOption(format!(
+                    "the decoder panicked on frame {}",
+                    frames.number(pos)
+                )))
+            });
         let end = Instant::now();
         let c = &shared.counters;
         c.decode_nanos
@@ -761,8 +802,8 @@ fn spawn_producer(
     let shared = Arc::clone(shared);
     let feed = match feed {
         Feed::Synthetic(p) => Feed::Synthetic(Arc::clone(p)),
-        Feed::Sequence { sequence, cache } => Feed::Sequence {
-            sequence: Arc::clone(sequence),
+        Feed::Frames { frames, cache } => Feed::Frames {
+            frames: Arc::clone(frames),
             cache: Arc::clone(cache),
         },
     };
@@ -814,8 +855,8 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
                     painter.paint(pos as u64, &mut out, layout.staging_pitch as usize);
                 })?
         }
-        Feed::Sequence { sequence, cache } => {
-            if sequence.entries[pos].path.is_none() {
+        Feed::Frames { frames, cache } => {
+            if frames.is_gap(pos) {
                 return Ok(());
             }
             // Realtime: a frame whose time on screen has already passed is

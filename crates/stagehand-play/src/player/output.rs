@@ -196,11 +196,11 @@ impl Run<'_> {
             w.cells_at = Some(now);
             let before = std::mem::take(&mut w.cells);
             w.cells.resize(len, Cell::Empty);
-            if let Feed::Sequence { sequence, cache } = self.feed {
+            if let Feed::Frames { frames, cache } = self.feed {
                 cache.held_positions(|pos| w.cells[pos] = Cell::Ram);
-                for (pos, entry) in sequence.entries.iter().enumerate() {
-                    if entry.path.is_none() {
-                        w.cells[pos] = Cell::Gap;
+                for (pos, cell) in w.cells.iter_mut().enumerate() {
+                    if frames.is_gap(pos) {
+                        *cell = Cell::Gap;
                     }
                 }
             }
@@ -270,7 +270,7 @@ impl Run<'_> {
                 stats.dropped, stats.late, stats.failed
             ),
         ];
-        if let Feed::Sequence { cache, .. } = self.feed {
+        if let Feed::Frames { cache, .. } = self.feed {
             let c = cache.stats();
             lines.push(format!(
                 "cache {} frames, {} of {}",

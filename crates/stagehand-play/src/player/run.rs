@@ -390,7 +390,7 @@ impl Run<'_> {
         if let Some(tier) = &shared.tier {
             tier.handoff.discard_before(start);
         }
-        if let Feed::Sequence { cache, .. } = self.feed {
+        if let Feed::Frames { cache, .. } = self.feed {
             cache.set_playhead(pos);
         }
         *tick = start + 1;
@@ -578,7 +578,7 @@ impl Run<'_> {
     pub(super) fn is_frame(&self, pos: usize) -> bool {
         match self.feed {
             Feed::Synthetic(_) => true,
-            Feed::Sequence { sequence, .. } => sequence.entries[pos].path.is_some(),
+            Feed::Frames { frames, .. } => !frames.is_gap(pos),
         }
     }
 
@@ -591,8 +591,15 @@ impl Run<'_> {
         output: &mut Output<'_>,
     ) -> Result<u64, PlayError> {
         let mut held = 0;
-        if let (Feed::Sequence { sequence, cache }, Some(p)) = (self.feed, options.preroll) {
-            let frames = sequence.len() - sequence.gaps();
+        if let (
+            Feed::Frames {
+                frames: source,
+                cache,
+            },
+            Some(p),
+        ) = (self.feed, options.preroll)
+        {
+            let frames = source.len() - source.gaps();
             let want = match p {
                 Preroll::Frames(n) => n.min(frames),
                 Preroll::All => frames,
@@ -711,7 +718,7 @@ impl Run<'_> {
             .stats(stagehand_gpu::ObjectKind::Texture)
             .bytes as f64;
         let mut counters = vec![("staging pool", staging), ("textures", textures)];
-        if let Feed::Sequence { cache, .. } = self.feed {
+        if let Feed::Frames { cache, .. } = self.feed {
             counters.push(("frame cache", cache.stats().bytes as f64));
         }
         timeline.counter("memory", Instant::now(), &counters);
@@ -724,7 +731,7 @@ impl Run<'_> {
     pub(super) fn stop(&mut self) -> Result<stagehand_gpu::upload::FrameStats, PlayError> {
         self.shared.route.close();
         self.shared.queue.close();
-        if let Feed::Sequence { cache, .. } = self.feed {
+        if let Feed::Frames { cache, .. } = self.feed {
             cache.close();
         }
         if let Some(tier) = &self.shared.tier {

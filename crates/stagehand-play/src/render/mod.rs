@@ -5,6 +5,7 @@
 mod display;
 pub mod overlay;
 mod readback;
+mod yuv;
 
 pub use display::{Display, Transfer, encode};
 pub use readback::read_texture;
@@ -13,6 +14,8 @@ use stagehand_gpu::Gpu;
 use stagehand_gpu::Result;
 use stagehand_gpu::diag::Tracked;
 use stagehand_gpu::upload::FrameQueue;
+
+use crate::yuv::Yuv;
 
 /// The offscreen target's format, headless.
 pub const OUTPUT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
@@ -35,6 +38,9 @@ pub struct Renderer {
     format: wgpu::TextureFormat,
     /// The frames' size, for the letterbox.
     frame_size: (u32, u32),
+    /// `Some` for Y'CbCr frames (packed planes in an integer texture,
+    /// drawn by `yuv.wgsl`, whose parameters `params` holds).
+    yuv: Option<Yuv>,
 }
 
 impl Renderer {
@@ -42,7 +48,9 @@ impl Renderer {
     /// targets of `format` (an 8-bit format, not sRGB: the pass writes
     /// display-encoded values), with an offscreen target of `size`.
     /// `display` is the transform for scene-linear sources; `None` draws
-    /// display-referred sources as they are stored.
+    /// display-referred sources as they are stored. `yuv` says the slots
+    /// hold a picture's Y'CbCr planes, packed ([`crate::yuv`]), converted
+    /// to RGB as they are drawn.
     pub fn new(
         gpu: &Gpu,
         queue: &FrameQueue,
@@ -50,6 +58,7 @@ impl Renderer {
         size: (u32, u32),
         format: wgpu::TextureFormat,
         display: Option<Display>,
+        yuv: Option<Yuv>,
     ) -> Result<Self> {
         let device = gpu.device();
         let frame_format = queue.texture(0).format();
@@ -59,33 +68,46 @@ impl Renderer {
             frame_format.sample_type(None, Some(device.features())),
             Some(wgpu::TextureSampleType::Float { filterable: true })
         );
+        let float_entries = [
+            texture_entry(0, wgpu::TextureSampleType::Float { filterable }),
+            wgpu::BindGroupLayoutEntry {
+                binding: 1,
+                visibility: wgpu::ShaderStages::FRAGMENT,
+                ty: wgpu::BindingType::Sampler(if filterable {
+                    wgpu::SamplerBindingType::Filtering
+                } else {
+                    wgpu::SamplerBindingType::NonFiltering
+                }),
+                count: None,
+            },
+            uniform_entry(2),
+        ];
+        let yuv_entries = [
+            texture_entry(0, wgpu::TextureSampleType::Uint),
+            uniform_entry(2),
+        ];
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("play frame"),
-            entries: &[
-                texture_entry(0, wgpu::TextureSampleType::Float { filterable }),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 1,
-                    visibility: wgpu::ShaderStages::FRAGMENT,
-                    ty: wgpu::BindingType::Sampler(if filterable {
-                        wgpu::SamplerBindingType::Filtering
-                    } else {
-                        wgpu::SamplerBindingType::NonFiltering
-                    }),
-                    count: None,
-                },
-                uniform_entry(2),
-            ],
+            entries: if yuv.is_some() {
+                &yuv_entries
+            } else {
+                &float_entries
+            },
         })?;
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("play"),
             bind_group_layouts: &[Some(&*layout)],
             immediate_size: 0,
         })?;
+        let source = match yuv {
+            Some(_) => include_str!("yuv.wgsl"),
+            None => include_str!("display.wgsl"),
+        };
         let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("play display"),
-            source: wgpu::ShaderSource::Wgsl(include_str!("display.wgsl").into()),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
         })?;
-        let pipeline = Self::pipeline(gpu, &shader, &pipeline_layout, format, display)?;
+        let pipeline = Self::pipeline(gpu, &shader, &pipeline_layout, format, display, yuv)?;
         let filter = if filterable {
             wgpu::FilterMode::Linear
         } else {
@@ -99,12 +121,23 @@ impl Renderer {
         })?;
         let params = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("play display"),
-            size: display::PARAMS_BYTES,
+            size: if yuv.is_some() {
+                yuv::PARAMS_BYTES
+            } else {
+                display::PARAMS_BYTES
+            },
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         })?;
-        gpu.queue()
-            .write_buffer(&params, 0, &Display::params_of(display));
+        match &yuv {
+            Some(y) => {
+                gpu.queue()
+                    .write_buffer(&params, 0, &yuv::params(y, frame_size.0, frame_size.1))
+            }
+            None => gpu
+                .queue()
+                .write_buffer(&params, 0, &Display::params_of(display)),
+        }
         let output = Self::target(gpu, size, format)?;
         let output_view = device.create_texture_view(&output, &Default::default())?;
         let mut renderer = Self {
@@ -120,6 +153,7 @@ impl Renderer {
             output_view,
             format,
             frame_size,
+            yuv,
         };
         renderer.binds = (0..queue.depth())
             .map(|slot| renderer.bind(gpu, queue.texture(slot)))
@@ -130,23 +164,28 @@ impl Renderer {
     /// A bind group that draws `texture` (a frame like the queue's).
     pub fn bind(&self, gpu: &Gpu, texture: &wgpu::Texture) -> Result<Tracked<wgpu::BindGroup>> {
         let view = texture.create_view(&Default::default());
+        let texture = wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::TextureView(&view),
+        };
+        let sampler = wgpu::BindGroupEntry {
+            binding: 1,
+            resource: wgpu::BindingResource::Sampler(&self.sampler),
+        };
+        let params = wgpu::BindGroupEntry {
+            binding: 2,
+            resource: self.params.as_entire_binding(),
+        };
+        let with_sampler = [texture.clone(), sampler, params.clone()];
+        let without = [texture, params];
         gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("play frame"),
             layout: &self.layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: wgpu::BindingResource::TextureView(&view),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: wgpu::BindingResource::Sampler(&self.sampler),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: self.params.as_entire_binding(),
-                },
-            ],
+            entries: if self.yuv.is_some() {
+                &without
+            } else {
+                &with_sampler
+            },
         })
     }
 
@@ -192,8 +231,12 @@ impl Renderer {
         layout: &wgpu::PipelineLayout,
         format: wgpu::TextureFormat,
         display: Option<Display>,
+        yuv: Option<Yuv>,
     ) -> Result<Tracked<wgpu::RenderPipeline>> {
-        let constants = Display::constants(display);
+        let all = Display::constants(display);
+        // The Y'CbCr shader has no display constants: its sources are
+        // display-referred.
+        let constants: &[(&str, f64)] = if yuv.is_some() { &[] } else { &all };
         gpu.device()
             .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
                 label: Some("play"),
@@ -211,7 +254,7 @@ impl Renderer {
                     module: shader,
                     entry_point: Some("fs"),
                     compilation_options: wgpu::PipelineCompilationOptions {
-                        constants: &constants,
+                        constants,
                         ..Default::default()
                     },
                     targets: &[Some(format.into())],
@@ -224,6 +267,12 @@ impl Renderer {
     /// Changes the display transform for the draws that follow: the
     /// exposure at once, the transfer function by a new pipeline.
     pub fn set_display(&mut self, gpu: &Gpu, display: Option<Display>) -> Result<()> {
+        if self.yuv.is_some() {
+            // Y'CbCr frames are display-referred: nothing to transform,
+            // and the parameter block is the matrix's.
+            self.display = display;
+            return Ok(());
+        }
         if Display::constants(display) != Display::constants(self.display) {
             self.pipeline = Self::pipeline(
                 gpu,
@@ -231,6 +280,7 @@ impl Renderer {
                 &self.pipeline_layout,
                 self.format,
                 display,
+                None,
             )?;
         }
         self.display = display;

@@ -181,6 +181,7 @@ fn plan_layer(layer: usize, header: &Header, chosen: &[usize]) -> Result<Plan, S
         height: size(header.layer_size.1)?,
         channels: chosen.len() as u8,
         sample,
+        yuv: None,
     };
     let before = |i: usize| -> usize {
         list[..i]

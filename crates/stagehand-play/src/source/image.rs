@@ -77,6 +77,7 @@ fn frame_info(path: &Path, decoder: &impl ImageDecoder) -> Result<FrameInfo, Pla
         height,
         channels,
         sample,
+        yuv: None,
     })
 }
 

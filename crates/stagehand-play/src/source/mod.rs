@@ -12,14 +12,19 @@
 //! happens once, while the frame is copied into staging memory.
 
 mod exr;
+mod frames;
 mod image;
+#[cfg(feature = "video")]
+pub mod movie;
 mod natural;
 pub mod sequence;
 
+pub use frames::{Frames, SequenceFrames, check_size};
 pub use natural::natural_cmp;
 pub use sequence::{Sequence, SequenceEntry};
 
 use crate::PlayError;
+use crate::yuv::Yuv;
 use bytes::Bytes;
 use std::path::Path;
 
@@ -64,17 +69,30 @@ pub struct FrameInfo {
     pub channels: u8,
     /// How each sample is stored.
     pub sample: SampleType,
+    /// `Some` for a Y'CbCr picture (a movie's): its planes packed into one
+    /// single-channel texture (see [`crate::yuv`]), `channels` 1, `sample`
+    /// U8 or U16; `width` and `height` are the picture's.
+    pub yuv: Option<Yuv>,
 }
 
 impl FrameInfo {
-    /// Bytes of one tightly packed row.
+    /// The size of the texture that holds the frame: the picture's, or
+    /// its packed planes'.
+    pub fn texture_size(&self) -> (u32, u32) {
+        match &self.yuv {
+            Some(yuv) => yuv.packing(self.width, self.height).size,
+            None => (self.width, self.height),
+        }
+    }
+
+    /// Bytes of one tightly packed row (of the packed planes, for Y'CbCr).
     pub fn row_bytes(&self) -> usize {
-        self.width as usize * self.channels as usize * self.sample.bytes()
+        self.texture_size().0 as usize * self.channels as usize * self.sample.bytes()
     }
 
     /// Bytes of the whole frame, tightly packed.
     pub fn bytes(&self) -> usize {
-        self.row_bytes() * self.height as usize
+        self.row_bytes() * self.texture_size().1 as usize
     }
 }
 
@@ -124,4 +142,24 @@ fn extension(path: &Path) -> Option<String> {
     path.extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase)
+}
+
+/// Whether `path` names a movie (by its extension), whether or not this
+/// build plays movies (feature `video`).
+pub fn is_movie(path: &Path) -> bool {
+    const MOVIES: &[&str] = &[
+        "mov", "mp4", "m4v", "mkv", "webm", "avi", "mxf", "mpg", "mpeg", "ts", "m2ts", "mts", "y4m",
+    ];
+    extension(path).is_some_and(|e| MOVIES.contains(&e.as_str()))
+}
+
+/// The frame rate a movie was made at, from its header (feature `video`);
+/// `None` for anything else, or where the header does not say.
+pub fn nominal_rate(path: &Path) -> Option<f64> {
+    #[cfg(feature = "video")]
+    if is_movie(path) {
+        return movie::nominal_rate(path);
+    }
+    let _ = path;
+    None
 }

@@ -1,0 +1,209 @@
+//! The decoder a movie's positions are read through: it runs forward
+//! from where it stands, and seeks to the keyframe before a frame that
+//! is behind it or far ahead, then decodes forward to that frame.
+
+use super::index::Index;
+use super::planes;
+use crate::source::{Frame, FrameInfo};
+use ffmpeg_next as ffmpeg;
+
+/// Frames ahead of the decoder that it decodes its way to rather than
+/// seeking, when no keyframe lies between.
+const RUN_AHEAD: usize = 48;
+
+/// An open demuxer and video decoder, and where they stand.
+pub(super) struct Decoder {
+    input: ffmpeg::format::context::Input,
+    video: ffmpeg::decoder::Video,
+    stream: usize,
+    /// The size and format every frame must have (the first frame's).
+    info: Option<FrameInfo>,
+    /// The last frame decoded since the last seek, by index.
+    last: Option<(usize, Frame)>,
+    /// End of stream sent to the decoder.
+    drained: bool,
+    /// Nothing decoded or sought yet: the decoder stands before frame 0.
+    at_start: bool,
+    /// Frames decoded since the last seek.
+    since_seek: usize,
+    scratch: ffmpeg::frame::Video,
+}
+
+impl Decoder {
+    /// Opens `path`'s stream `stream` with decoder threads on.
+    pub fn open(path: &std::path::Path, stream: usize) -> Result<Self, String> {
+        let input = ffmpeg::format::input(path).map_err(|e| e.to_string())?;
+        let parameters = input
+            .stream(stream)
+            .ok_or("the video stream went away")?
+            .parameters();
+        let mut context =
+            ffmpeg::codec::Context::from_parameters(parameters).map_err(|e| e.to_string())?;
+        // Frame threads across every core: one stream decodes 4K faster
+        // than real time only this way (the default is one thread).
+        context.set_threading(ffmpeg::codec::threading::Config {
+            kind: ffmpeg::codec::threading::Type::Frame,
+            count: 0,
+            ..Default::default()
+        });
+        let video = context
+            .decoder()
+            .video()
+            .map_err(|e| format!("no decoder for it in this FFmpeg ({e})"))?;
+        Ok(Self {
+            input,
+            video,
+            stream,
+            info: None,
+            last: None,
+            drained: false,
+            at_start: true,
+            since_seek: 0,
+            scratch: ffmpeg::frame::Video::empty(),
+        })
+    }
+
+    /// The first frame's size and format (decoding it if none has been).
+    pub fn info(&mut self, index: &Index) -> Result<FrameInfo, String> {
+        if self.info.is_none() {
+            self.frame(0, index)?;
+        }
+        self.info.ok_or_else(|| "no frame".into())
+    }
+
+    /// Frame `want` (an index into `index.frames`).
+    pub fn frame(&mut self, want: usize, index: &Index) -> Result<Frame, String> {
+        if let Some((i, f)) = &self.last
+            && *i == want
+        {
+            return Ok(f.clone());
+        }
+        let key = index.key_before(want);
+        let forward = match &self.last {
+            None => self.at_start && (key == 0 || want <= RUN_AHEAD),
+            Some((i, _)) => *i < want && (key <= *i || want - *i <= RUN_AHEAD),
+        };
+        let mut sought = None;
+        if !forward {
+            self.seek(key, index)?;
+            sought = Some(key);
+        }
+        loop {
+            let Some(i) = self.next(index)? else {
+                return match &self.last {
+                    // The stream ended before the frame (one the index
+                    // had but the decoder did not give): the last frame
+                    // decoded stands in.
+                    Some((i, f)) if *i < want => Ok(f.clone()),
+                    _ => Err(format!("the stream ended before frame {want}")),
+                };
+            };
+            if i < want {
+                continue;
+            }
+            // A seek that lands past the frame (a keyframe the index
+            // marked but the decoder cannot start at) decodes from the
+            // start instead.
+            if i > want && self.since_seek == 1 && sought.is_some_and(|k| k > 0) {
+                self.seek(0, index)?;
+                sought = Some(0);
+                continue;
+            }
+            let (_, f) = self.last.as_ref().ok_or("no frame")?;
+            return Ok(f.clone());
+        }
+    }
+
+    /// Seeks to the keyframe `key` (by index) and resets the decoder.
+    fn seek(&mut self, key: usize, index: &Index) -> Result<(), String> {
+        let seconds = index.seconds(key) + index.frames[0].pts as f64 * index.time_base;
+        let ts = (seconds * f64::from(ffmpeg::ffi::AV_TIME_BASE)).floor() as i64;
+        self.input
+            // `..ts` passes `ts` as the latest time allowed: the keyframe
+            // at or before it.
+            .seek(ts, ..ts)
+            .map_err(|e| format!("cannot seek to frame {key}: {e}"))?;
+        self.video.flush();
+        self.last = None;
+        self.drained = false;
+        self.at_start = false;
+        self.since_seek = 0;
+        Ok(())
+    }
+
+    /// Decodes the next frame: `Some(its index)`, `None` at the end.
+    fn next(&mut self, index: &Index) -> Result<Option<usize>, String> {
+        loop {
+            match self.video.receive_frame(&mut self.scratch) {
+                Ok(()) => return self.take(index).map(Some),
+                Err(ffmpeg::Error::Eof) => return Ok(None),
+                Err(ffmpeg::Error::Other { errno }) if errno == ffmpeg::error::EAGAIN => {}
+                Err(e) => return Err(format!("decoding failed: {e}")),
+            }
+            if self.drained {
+                return Ok(None);
+            }
+            self.feed()?;
+        }
+    }
+
+    /// Sends the decoder the next packet of the stream, or the end.
+    fn feed(&mut self) -> Result<(), String> {
+        let mut packet = ffmpeg::Packet::empty();
+        loop {
+            match packet.read(&mut self.input) {
+                Ok(()) if packet.stream() == self.stream => break,
+                Ok(()) | Err(ffmpeg::Error::InvalidData) => continue,
+                Err(_) => {
+                    // The end, or damage: what the decoder holds still
+                    // comes out.
+                    self.drained = true;
+                    return self
+                        .video
+                        .send_eof()
+                        .map_err(|e| format!("decoding failed: {e}"));
+                }
+            }
+        }
+        match self.video.send_packet(&packet) {
+            Ok(()) => Ok(()),
+            // A damaged packet: skip it; the frames it held are missing
+            // and the index's neighbours stand in.
+            Err(ffmpeg::Error::InvalidData) => Ok(()),
+            Err(e) => Err(format!("decoding failed: {e}")),
+        }
+    }
+
+    /// Packs the frame just received and works out its index.
+    fn take(&mut self, index: &Index) -> Result<usize, String> {
+        let got = planes::describe(&self.scratch)?;
+        let info = *self.info.get_or_insert(got);
+        if (got.width, got.height, got.yuv.map(|y| (y.chroma, y.bits)))
+            != (
+                info.width,
+                info.height,
+                info.yuv.map(|y| (y.chroma, y.bits)),
+            )
+        {
+            return Err(format!(
+                "a frame is {}x{} {:?} where the movie starts {}x{} {:?}: the player needs one size and format",
+                got.width,
+                got.height,
+                self.scratch.format(),
+                info.width,
+                info.height,
+                got.yuv.map(|y| y.chroma)
+            ));
+        }
+        let pts = self.scratch.timestamp().or(self.scratch.pts());
+        let i = match pts.and_then(|p| index.frame_at(p)) {
+            Some(i) => i,
+            None => self.last.as_ref().map_or(0, |(j, _)| j + 1),
+        };
+        let frame = planes::pack(&self.scratch, info)?;
+        self.last = Some((i, frame));
+        self.at_start = false;
+        self.since_seek += 1;
+        Ok(i)
+    }
+}

@@ -1,0 +1,216 @@
+//! Movies through FFmpeg (feature `video`): H.264, HEVC, ProRes, DNxHR,
+//! VP9, AV1 and whatever else the system's FFmpeg decodes, in any
+//! container it reads.
+//!
+//! Opening a movie reads its packets once to index its frames
+//! (timestamps and keyframes, no decoding) and decodes the first frame,
+//! so a file that is not a movie, has no video, uses a codec this FFmpeg
+//! lacks or a pixel format the player does not take is refused before
+//! anything plays. Frames come out as their decoder made them: planar
+//! Y'CbCr, packed for the GPU (`planes.rs`) and converted to RGB in the
+//! render pass ([`crate::yuv`]).
+//!
+//! Positions are ticks of the movie's own rate: a movie with a variable
+//! rate shows, at each tick, the frame whose time it is. A damaged or
+//! cut-short file plays up to the damage; [`Movie::damage`] says where.
+
+mod decoder;
+mod index;
+mod planes;
+
+use super::{Frame, FrameInfo, Frames};
+use crate::PlayError;
+use decoder::Decoder;
+use ffmpeg_next as ffmpeg;
+use index::Index;
+use parking_lot::Mutex;
+use std::path::{Path, PathBuf};
+
+/// A movie, opened and indexed.
+pub struct Movie {
+    path: PathBuf,
+    info: FrameInfo,
+    rate: f64,
+    codec: String,
+    index: Index,
+    decoder: Mutex<Decoder>,
+}
+
+/// Most frames a movie may have (about 116 hours at 24 fps), like the
+/// player's most ticks.
+const MAX_FRAMES: usize = 10_000_000;
+
+fn init() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Registration cannot fail on FFmpeg 4 and later; its log goes
+        // quiet: errors come back as values, with the path.
+        let _ = ffmpeg::init();
+        ffmpeg::util::log::set_level(ffmpeg::util::log::Level::Quiet);
+    });
+}
+
+/// The frame rate of `path`'s best video stream, from its header alone
+/// (no index, no decoding); `None` where it cannot tell.
+pub fn nominal_rate(path: &Path) -> Option<f64> {
+    init();
+    let input = ffmpeg::format::input(path).ok()?;
+    let stream = input.streams().best(ffmpeg::media::Type::Video)?;
+    rate_of(&stream)
+}
+
+/// A stream's frame rate: its average, else its base rate, when either
+/// is a rate the player runs at.
+fn rate_of(stream: &ffmpeg::format::stream::Stream<'_>) -> Option<f64> {
+    [stream.avg_frame_rate(), stream.rate()]
+        .into_iter()
+        .map(f64::from)
+        .find(|r| r.is_finite() && (0.1..=1000.0).contains(r))
+}
+
+impl Movie {
+    /// Opens `path`: finds its best video stream, indexes its frames and
+    /// decodes the first.
+    ///
+    /// Errors: [`PlayError::Io`] (cannot read the file),
+    /// [`PlayError::Decode`] (not a movie FFmpeg reads, or the first frame
+    /// does not decode), [`PlayError::Unsupported`] (no video stream, no
+    /// decoder for its codec, a pixel format the player does not take).
+    pub fn open(path: &Path) -> Result<Self, PlayError> {
+        init();
+        if let Err(e) = std::fs::File::open(path) {
+            return Err(PlayError::Io {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            });
+        }
+        let decode_error = |reason: String| PlayError::Decode {
+            path: path.to_owned(),
+            reason,
+        };
+        let unsupported = |reason: String| PlayError::Unsupported {
+            path: path.to_owned(),
+            reason,
+        };
+        let mut input = ffmpeg::format::input(path)
+            .map_err(|e| decode_error(format!("not a movie FFmpeg reads ({e})")))?;
+        let stream = input
+            .streams()
+            .best(ffmpeg::media::Type::Video)
+            .ok_or_else(|| unsupported("it has no video stream".into()))?;
+        let stream_index = stream.index();
+        let time_base = f64::from(stream.time_base());
+        let codec = stream.parameters().id();
+        let codec_name = format!("{codec:?}").to_ascii_lowercase();
+        let rate = rate_of(&stream).unwrap_or(24.0);
+        if !(time_base.is_finite() && time_base > 0.0) {
+            return Err(decode_error(format!(
+                "its video stream has a time base of {time_base}"
+            )));
+        }
+        let declared = input.duration();
+        let mut index = Index::read(&mut input, stream_index, time_base, rate);
+        drop(input);
+        index.check_length(declared, rate);
+        if index.frames.is_empty() {
+            return Err(decode_error(match &index.damage {
+                Some(d) => format!("no video frame could be read: {d}"),
+                None => "its video stream has no frames".into(),
+            }));
+        }
+        if index.positions.len() > MAX_FRAMES {
+            return Err(unsupported(format!(
+                "{} frames: at most {MAX_FRAMES}",
+                index.positions.len()
+            )));
+        }
+        let mut decoder = Decoder::open(path, stream_index)
+            .map_err(|reason| unsupported(format!("codec {codec_name}: {reason}")))?;
+        let info = decoder.info(&index).map_err(|reason| {
+            if reason.starts_with("pixel format") {
+                unsupported(reason)
+            } else {
+                decode_error(format!("the first frame does not decode: {reason}"))
+            }
+        })?;
+        Ok(Self {
+            path: path.to_owned(),
+            info,
+            rate,
+            codec: codec_name,
+            index,
+            decoder: Mutex::new(decoder),
+        })
+    }
+
+    /// The first frame's size and Y'CbCr format.
+    pub fn info(&self) -> FrameInfo {
+        self.info
+    }
+
+    /// Frames per second: the stream's average rate (for a variable
+    /// rate, positions are ticks of it).
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// The codec, as FFmpeg names it.
+    pub fn codec(&self) -> &str {
+        &self.codec
+    }
+
+    /// Frames in the video stream, as indexed.
+    pub fn frame_count(&self) -> usize {
+        self.index.frames.len()
+    }
+
+    /// Where the file is damaged or cut short, if it is: playback stops
+    /// at the last frame before it.
+    pub fn damage(&self) -> Option<&str> {
+        self.index.damage.as_deref()
+    }
+
+    /// Seconds from the first frame to position `pos`'s frame.
+    pub fn seconds(&self, pos: usize) -> Option<f64> {
+        let i = *self.index.positions.get(pos)?;
+        Some(self.index.seconds(i as usize))
+    }
+}
+
+impl Frames for Movie {
+    fn len(&self) -> usize {
+        self.index.positions.len()
+    }
+
+    fn is_gap(&self, _pos: usize) -> bool {
+        false
+    }
+
+    fn gaps(&self) -> usize {
+        0
+    }
+
+    fn number(&self, pos: usize) -> i64 {
+        pos as i64
+    }
+
+    fn decode(&self, pos: usize) -> Result<Frame, PlayError> {
+        let Some(&i) = self.index.positions.get(pos) else {
+            return Err(PlayError::InvalidOption(format!(
+                "frame {pos}: the movie has frames 0 to {}",
+                self.len().saturating_sub(1)
+            )));
+        };
+        self.decoder
+            .lock()
+            .frame(i as usize, &self.index)
+            .map_err(|reason| PlayError::Decode {
+                path: self.path.clone(),
+                reason: format!("frame {pos}: {reason}"),
+            })
+    }
+
+    fn decoders(&self, _asked: usize) -> usize {
+        1
+    }
+}

@@ -1,0 +1,126 @@
+//! A decoded picture's planes, as FFmpeg's decoders give them, packed for
+//! the GPU without converting a sample: which pixel formats the player
+//! takes, what their tags say, and the copy of each plane's rows into
+//! the packed layout of [`crate::yuv`].
+
+use crate::source::{Frame, FrameInfo, SampleType};
+use crate::yuv::{Chroma, Matrix, Range, Siting, Yuv};
+use bytes::Bytes;
+use ffmpeg::format::Pixel;
+use ffmpeg_next as ffmpeg;
+
+/// The subsampling, bits and whether the format itself says full range,
+/// of the planar Y'CbCr formats the player reads. An alpha plane (ProRes
+/// 4444) is left out.
+pub(super) fn planar(format: Pixel) -> Option<(Chroma, u8, bool)> {
+    use Chroma::{S420, S422, S444};
+    Some(match format {
+        Pixel::YUV420P => (S420, 8, false),
+        Pixel::YUVJ420P => (S420, 8, true),
+        Pixel::YUV422P => (S422, 8, false),
+        Pixel::YUVJ422P => (S422, 8, true),
+        Pixel::YUV444P => (S444, 8, false),
+        Pixel::YUVJ444P => (S444, 8, true),
+        Pixel::YUVA420P => (S420, 8, false),
+        Pixel::YUVA444P => (S444, 8, false),
+        Pixel::YUV420P10LE => (S420, 10, false),
+        Pixel::YUV422P10LE => (S422, 10, false),
+        Pixel::YUV444P10LE => (S444, 10, false),
+        Pixel::YUVA422P10LE => (S422, 10, false),
+        Pixel::YUVA444P10LE => (S444, 10, false),
+        Pixel::YUV420P12LE => (S420, 12, false),
+        Pixel::YUV422P12LE => (S422, 12, false),
+        Pixel::YUV444P12LE => (S444, 12, false),
+        Pixel::YUVA444P12LE => (S444, 12, false),
+        Pixel::YUV420P16LE => (S420, 16, false),
+        Pixel::YUV422P16LE => (S422, 16, false),
+        Pixel::YUV444P16LE => (S444, 16, false),
+        _ => return None,
+    })
+}
+
+/// What a decoded frame is: its size and Y'CbCr format, from its pixel
+/// format and tags (untagged: BT.709 from HD up, BT.601 below; limited
+/// range; chroma sited as MPEG does, or centred for JPEG-range formats).
+pub(super) fn describe(frame: &ffmpeg::frame::Video) -> Result<FrameInfo, String> {
+    let format = frame.format();
+    let Some((chroma, bits, full)) = planar(format) else {
+        return Err(format!(
+            "pixel format {format:?}: the player reads planar Y'CbCr 4:2:0, 4:2:2 and 4:4:4 at 8 to 16 bits"
+        ));
+    };
+    let (width, height) = (frame.width(), frame.height());
+    if width == 0 || height == 0 {
+        return Err(format!("a decoded picture of {width}x{height}"));
+    }
+    use ffmpeg::color::Space;
+    let matrix = match frame.color_space() {
+        Space::BT709 => Matrix::Bt709,
+        Space::BT470BG | Space::SMPTE170M | Space::FCC => Matrix::Bt601,
+        Space::BT2020NCL | Space::BT2020CL => Matrix::Bt2020,
+        _ => Matrix::untagged(width, height),
+    };
+    let range = match frame.color_range() {
+        ffmpeg::color::Range::JPEG => Range::Full,
+        ffmpeg::color::Range::MPEG => Range::Limited,
+        _ if full => Range::Full,
+        _ => Range::Limited,
+    };
+    use ffmpeg::chroma::Location;
+    let siting = match frame.chroma_location() {
+        Location::Left | Location::BottomLeft => Siting::Left,
+        Location::Center | Location::Bottom => Siting::Center,
+        Location::TopLeft | Location::Top => Siting::TopLeft,
+        _ if full && chroma == Chroma::S420 => Siting::Center,
+        _ => Siting::Left,
+    };
+    Ok(FrameInfo {
+        width,
+        height,
+        channels: 1,
+        sample: if bits > 8 {
+            SampleType::U16
+        } else {
+            SampleType::U8
+        },
+        yuv: Some(Yuv {
+            chroma,
+            bits,
+            matrix,
+            range,
+            siting,
+        }),
+    })
+}
+
+/// Copies the three planes of `frame` (described by `info`) into one
+/// packed buffer, row by row: no sample is converted.
+pub(super) fn pack(frame: &ffmpeg::frame::Video, info: FrameInfo) -> Result<Frame, String> {
+    let Some(yuv) = info.yuv else {
+        return Err("not a Y'CbCr frame".into());
+    };
+    let packing = yuv.packing(info.width, info.height);
+    let sample = yuv.sample_bytes();
+    let row_bytes = packing.size.0 as usize * sample;
+    let mut out = vec![0u8; info.bytes()];
+    for (plane, rect) in packing.planes.iter().enumerate() {
+        let data = frame.data(plane);
+        let stride = frame.stride(plane);
+        let width = rect.width as usize * sample;
+        for row in 0..rect.height as usize {
+            let src = row * stride;
+            let Some(src) = data.get(src..src + width) else {
+                return Err(format!(
+                    "plane {plane} holds {} bytes, short of row {row}",
+                    data.len()
+                ));
+            };
+            let dst = (rect.y as usize + row) * row_bytes + rect.x as usize * sample;
+            out[dst..dst + width].copy_from_slice(src);
+        }
+    }
+    Ok(Frame {
+        info,
+        data: Bytes::from(out),
+    })
+}

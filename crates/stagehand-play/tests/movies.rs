@@ -1,0 +1,453 @@
+//! Movies end to end, written by the `ffmpeg` command: H.264 4:2:0 8-bit
+//! (limited and full range, BT.709 and BT.601 tags), ProRes 4:2:2 10-bit,
+//! FFV1 4:4:4 and 4:2:0 at an odd size. Their pictures are blocks of flat
+//! Y'CbCr drawn by FFmpeg's `geq` filter, with a strip on top whose grey
+//! level is the frame number. For chosen frames, what the player drew
+//! (read back) matches FFmpeg's own RGB conversion of that frame (its
+//! accurate one) within 2 code values per channel, away from block edges
+//! (at a chroma edge the player filters chroma bilinearly at its siting,
+//! FFmpeg's converter its own way); frames come out in timestamp
+//! order, none twice; seeks land on the frame asked for. Bad input gets a
+//! typed error or a warning. Without the `ffmpeg` command, each test says
+//! SKIPPED.
+
+#![cfg(feature = "video")]
+
+use stagehand_gpu::upload::UploadEngine;
+use stagehand_play::{Mode, PlayError, PlayOptions, PlaySummary, engine_config, play};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+const FPS: f64 = 24.0;
+const FRAMES: u64 = 48;
+
+fn has_ffmpeg(test: &str) -> bool {
+    let ok = Command::new("ffmpeg")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIPPED {test}: no ffmpeg command to write test movies with");
+    }
+    ok
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stagehand-movie-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn ffmpeg(args: &[&str]) {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-y"])
+        .args(args)
+        .output()
+        .expect("ffmpeg runs");
+    assert!(
+        out.status.success(),
+        "ffmpeg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The picture, in code values at 8 bits times `scale`: a strip on top
+/// (an eighth of the height) of luma 16 + 4n for frame n, neutral chroma;
+/// below it 4 x 2 blocks of flat, different Y'CbCr.
+fn pattern(scale: u32) -> String {
+    let s = scale;
+    format!(
+        "geq=lum='if(lt(Y,H/8),{s}*(16+4*N),{s}*(40+40*floor(X*4/W)+60*floor(Y*2/H)))'\
+         :cb='if(lt(Y,H/8),{s}*128,{s}*(60+40*floor(X*4/W)))'\
+         :cr='if(lt(Y,H/8),{s}*128,{s}*(200-50*floor(Y*2/H)-10*floor(X*4/W)))'"
+    )
+}
+
+/// A 2-second movie of `size` in `pix_fmt` through `codec` (more encoder
+/// arguments and tags after it).
+fn movie(
+    dir: &Path,
+    name: &str,
+    size: &str,
+    pix_fmt: &str,
+    scale: u32,
+    encode: &[&str],
+) -> PathBuf {
+    let path = dir.join(name);
+    let source = format!(
+        "color=black:size={size}:rate={FPS},format={pix_fmt},{}",
+        pattern(scale)
+    );
+    let mut args = vec!["-f", "lavfi", "-i", &source, "-frames:v", "48"];
+    args.extend_from_slice(encode);
+    let out = path.to_str().unwrap().to_owned();
+    args.push(&out);
+    ffmpeg(&args);
+    path
+}
+
+/// FFmpeg's own RGB conversion of frame `n`: tightly packed RGB8.
+fn reference(path: &Path, n: u64) -> Vec<u8> {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(path)
+        .args([
+            "-vf",
+            &format!("select=eq(n\\,{n})"),
+            "-frames:v",
+            "1",
+            // Its accurate conversion (the default one rounds 10-bit
+            // sources up to 3 code values off); chroma edges are left out
+            // of the comparison, so its chroma filter does not matter.
+            "-sws_flags",
+            "accurate_rnd+full_chroma_int",
+            "-pix_fmt",
+            "rgb24",
+            "-f",
+            "rawvideo",
+            "-",
+        ])
+        .output()
+        .expect("ffmpeg runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn gpu_and_engine() -> (Arc<stagehand_gpu::Gpu>, UploadEngine) {
+    let gpu = Arc::new(
+        stagehand_gpu::Gpu::open(&stagehand_gpu::GpuOptions {
+            wanted_features: stagehand_play::wanted_features(),
+            ..Default::default()
+        })
+        .expect("tests need a GPU adapter"),
+    );
+    let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
+    (gpu, engine)
+}
+
+fn options(path: &Path, size: (u32, u32), saves: Vec<u64>) -> PlayOptions {
+    PlayOptions {
+        source: Some(path.to_owned()),
+        fps: FPS,
+        output_size: size,
+        mode: Mode::EveryFrame,
+        save_ticks: saves,
+        ..PlayOptions::default()
+    }
+}
+
+fn run(options: &PlayOptions) -> Result<PlaySummary, PlayError> {
+    let (gpu, engine) = gpu_and_engine();
+    play(&gpu, &engine, options, |_| ControlFlow::Continue(()))
+}
+
+/// Whether pixel (x, y) of a `w` x `h` picture is at least 4 pixels from
+/// every edge between blocks of the pattern.
+fn inside_a_block(x: u32, y: u32, w: u32, h: u32) -> bool {
+    let near = |v: u32, edge: u32| v.abs_diff(edge) < 4 || v + 1 == edge;
+    let columns = (1..4).map(|k| k * w / 4);
+    !columns.into_iter().any(|e| near(x, e)) && !near(y, h / 8) && !near(y, h / 2)
+}
+
+/// Plays `path` (of `size`), saving `frames`, and checks each drawn frame
+/// against FFmpeg's conversion of it, inside the blocks.
+fn matches_ffmpeg(path: &Path, size: (u32, u32), frames: &[u64]) {
+    let summary = run(&options(path, size, frames.to_vec())).unwrap();
+    assert_eq!(summary.frames.dropped, 0, "{summary:?}");
+    assert_eq!(summary.saved.len(), frames.len());
+    let (w, h) = size;
+    for saved in &summary.saved {
+        assert_eq!(saved.position, Some(saved.tick as usize));
+        assert_eq!(saved.size, size);
+        let want = reference(path, saved.tick);
+        assert_eq!(want.len(), (w * h * 3) as usize);
+        let mut worst = (0, 0, 0);
+        let mut compared = 0;
+        for y in 0..h {
+            for x in 0..w {
+                if !inside_a_block(x, y, w, h) {
+                    continue;
+                }
+                let i = (y * w + x) as usize;
+                for c in 0..3 {
+                    let d = saved.rgba[i * 4 + c].abs_diff(want[i * 3 + c]);
+                    if d > worst.0 {
+                        worst = (d, x, y);
+                    }
+                }
+                compared += 1;
+            }
+        }
+        assert!(
+            compared > (w * h / 2) as usize,
+            "{compared} pixels compared"
+        );
+        assert!(
+            worst.0 <= 2,
+            "{}: frame {}: off by {} at ({}, {})",
+            path.display(),
+            saved.tick,
+            worst.0,
+            worst.1,
+            worst.2
+        );
+    }
+}
+
+#[test]
+fn h264_420_8_bit_limited_range_bt709_draws_as_ffmpeg_converts_it() {
+    if !has_ffmpeg("h264 bt709") {
+        return;
+    }
+    let dir = temp_dir("h264-709");
+    let tags = [
+        "-c:v",
+        "libx264",
+        "-qp",
+        "0",
+        "-g",
+        "12",
+        "-bf",
+        "2",
+        "-colorspace",
+        "bt709",
+        "-color_primaries",
+        "bt709",
+        "-color_trc",
+        "bt709",
+        "-color_range",
+        "tv",
+    ];
+    let path = movie(&dir, "bt709.mp4", "320x240", "yuv420p", 1, &tags);
+    matches_ffmpeg(&path, (320, 240), &[0, 10, 37]);
+}
+
+#[test]
+fn h264_420_8_bit_full_range_bt601_draws_as_ffmpeg_converts_it() {
+    if !has_ffmpeg("h264 full range") {
+        return;
+    }
+    let dir = temp_dir("h264-601-full");
+    let tags = [
+        "-c:v",
+        "libx264",
+        "-qp",
+        "0",
+        "-g",
+        "12",
+        "-colorspace",
+        "bt470bg",
+        "-color_range",
+        "pc",
+    ];
+    let path = movie(&dir, "full.mov", "320x240", "yuvj420p", 1, &tags);
+    matches_ffmpeg(&path, (320, 240), &[3, 25]);
+}
+
+#[test]
+fn prores_422_10_bit_draws_as_ffmpeg_converts_it() {
+    if !has_ffmpeg("prores") {
+        return;
+    }
+    let dir = temp_dir("prores");
+    let tags = [
+        "-c:v",
+        "prores_ks",
+        "-profile:v",
+        "3",
+        "-colorspace",
+        "bt709",
+        "-color_range",
+        "tv",
+    ];
+    let path = movie(&dir, "hq.mov", "320x240", "yuv422p10le", 4, &tags);
+    matches_ffmpeg(&path, (320, 240), &[0, 20, 47]);
+}
+
+#[test]
+fn ffv1_444_and_an_odd_sized_420_draw_as_ffmpeg_converts_them() {
+    if !has_ffmpeg("ffv1") {
+        return;
+    }
+    let dir = temp_dir("ffv1");
+    let tags = ["-c:v", "ffv1", "-colorspace", "bt709", "-color_range", "tv"];
+    let path = movie(&dir, "444.mkv", "320x240", "yuv444p", 1, &tags);
+    matches_ffmpeg(&path, (320, 240), &[5]);
+    // Drawn at 4:4:4 and subsampled on the way out: FFmpeg's sources
+    // round 4:2:0 sizes down to even ones.
+    let odd = [&tags[..], &["-pix_fmt", "yuv420p"]].concat();
+    let path = movie(&dir, "odd.mkv", "321x241", "yuv444p", 1, &odd);
+    matches_ffmpeg(&path, (321, 241), &[5]);
+}
+
+/// The frame number a drawn picture carries in its strip.
+fn frame_number(rgba: &[u8], w: u32) -> u64 {
+    // Limited range: code 16 + 4n is grey (4n / 219) * 255.
+    let grey = f64::from(rgba[(4 * w as usize) * 4 + (w as usize / 2) * 4]);
+    (grey * 219.0 / 255.0 / 4.0).round() as u64
+}
+
+#[test]
+fn every_frame_comes_out_once_in_timestamp_order() {
+    if !has_ffmpeg("order") {
+        return;
+    }
+    let dir = temp_dir("order");
+    // B-frames: decode order differs from presentation order.
+    let tags = ["-c:v", "libx264", "-qp", "0", "-g", "12", "-bf", "3"];
+    let path = movie(&dir, "order.mp4", "128x96", "yuv420p", 1, &tags);
+    let summary = run(&options(&path, (128, 96), (0..FRAMES).collect())).unwrap();
+    assert_eq!(summary.frames_in_range, FRAMES);
+    assert_eq!(summary.frames.shown, FRAMES, "{summary:?}");
+    let numbers: Vec<u64> = summary
+        .saved
+        .iter()
+        .map(|s| frame_number(&s.rgba, 128))
+        .collect();
+    assert_eq!(numbers, (0..FRAMES).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_seek_lands_on_the_frame_asked_for_from_any_keyframe() {
+    if !has_ffmpeg("seek") {
+        return;
+    }
+    let dir = temp_dir("seek");
+    let tags = ["-c:v", "libx264", "-qp", "0", "-g", "12", "-bf", "2"];
+    let path = movie(&dir, "seek.mkv", "128x96", "yuv420p", 1, &tags);
+    for start in [0i64, 5, 12, 30, 47] {
+        let mut o = options(&path, (128, 96), vec![0, 1]);
+        o.seek = Some(start);
+        o.frames = Some(2.min(FRAMES - start as u64));
+        o.save_ticks.truncate(o.frames.unwrap() as usize);
+        let summary = run(&o).unwrap();
+        let got: Vec<u64> = summary
+            .saved
+            .iter()
+            .map(|s| frame_number(&s.rgba, 128))
+            .collect();
+        let want: Vec<u64> = (start as u64..).take(got.len()).collect();
+        assert_eq!(got, want, "--seek {start}");
+    }
+}
+
+#[test]
+fn a_file_that_is_not_a_movie_is_a_decode_error() {
+    let dir = temp_dir("not-a-movie");
+    let path = dir.join("notes.mov");
+    std::fs::write(&path, b"these are notes, not a movie\n".repeat(100)).unwrap();
+    let err = run(&options(&path, (64, 64), vec![])).unwrap_err();
+    assert!(matches!(err, PlayError::Decode { .. }), "{err}");
+    assert!(err.to_string().contains("not a movie"), "{err}");
+}
+
+#[test]
+fn a_missing_movie_is_an_io_error() {
+    let err = run(&options(
+        Path::new("/nonexistent/shot.mov"),
+        (64, 64),
+        vec![],
+    ))
+    .unwrap_err();
+    assert!(matches!(err, PlayError::Io { .. }), "{err}");
+}
+
+#[test]
+fn a_movie_without_video_is_refused_as_unsupported() {
+    if !has_ffmpeg("no video") {
+        return;
+    }
+    let dir = temp_dir("no-video");
+    let path = dir.join("tone.mp4");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=frequency=440:duration=1",
+        "-c:a",
+        "aac",
+        path.to_str().unwrap(),
+    ]);
+    let err = run(&options(&path, (64, 64), vec![])).unwrap_err();
+    assert!(matches!(err, PlayError::Unsupported { .. }), "{err}");
+    assert!(err.to_string().contains("no video stream"), "{err}");
+}
+
+#[test]
+fn a_pixel_format_the_player_does_not_take_is_refused_before_playback() {
+    if !has_ffmpeg("rgb") {
+        return;
+    }
+    let dir = temp_dir("rgb");
+    let path = dir.join("rgb.avi");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=64x48:rate=24",
+        "-frames:v",
+        "4",
+        "-c:v",
+        "rawvideo",
+        "-pix_fmt",
+        "rgb24",
+        path.to_str().unwrap(),
+    ]);
+    let err = run(&options(&path, (64, 48), vec![])).unwrap_err();
+    assert!(matches!(err, PlayError::Unsupported { .. }), "{err}");
+    assert!(err.to_string().contains("pixel format"), "{err}");
+}
+
+#[test]
+fn a_truncated_movie_plays_up_to_the_damage_and_says_where() {
+    if !has_ffmpeg("truncated") {
+        return;
+    }
+    let dir = temp_dir("truncated");
+    let tags = ["-c:v", "libx264", "-qp", "0", "-g", "12"];
+    let whole = movie(&dir, "whole.mkv", "128x96", "yuv420p", 1, &tags);
+    let bytes = std::fs::read(&whole).unwrap();
+    let path = dir.join("cut.mkv");
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let summary = run(&options(&path, (128, 96), vec![])).unwrap();
+    assert!(
+        summary.frames_in_range > 0 && summary.frames_in_range < FRAMES,
+        "{}",
+        summary.frames_in_range
+    );
+    assert_eq!(summary.frames.shown, summary.frames_in_range, "{summary:?}");
+    assert_eq!(summary.warnings.len(), 1, "{:?}", summary.warnings);
+    assert!(
+        summary.warnings[0].contains("damaged"),
+        "{:?}",
+        summary.warnings
+    );
+}
+
+#[test]
+fn format_and_range_options_meant_for_sequences_are_refused_for_movies() {
+    if !has_ffmpeg("options") {
+        return;
+    }
+    let dir = temp_dir("options");
+    let tags = ["-c:v", "libx264", "-qp", "0"];
+    let path = movie(&dir, "m.mp4", "64x48", "yuv420p", 1, &tags);
+    let mut o = options(&path, (64, 48), vec![]);
+    o.format = stagehand_play::FormatChoice::Rgba16f;
+    let err = run(&o).unwrap_err();
+    assert!(matches!(err, PlayError::InvalidOption(_)), "{err}");
+    let mut o = options(&path, (64, 48), vec![]);
+    o.range = Some((0, 10));
+    assert!(matches!(run(&o).unwrap_err(), PlayError::InvalidOption(_)));
+    let mut o = options(&path, (64, 48), vec![]);
+    o.seek = Some(48);
+    let err = run(&o).unwrap_err();
+    assert!(err.to_string().contains("frames 0 to 47"), "{err}");
+}
