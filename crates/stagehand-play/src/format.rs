@@ -78,8 +78,16 @@ pub fn choose(
                 "--format is for image sequences: a movie's Y'CbCr planes are uploaded as decoded and converted on the GPU".into(),
             ));
         }
+        // Normalised, so the sampler filters them; 16-bit integers
+        // (read texel by texel) where the device has no 16-bit
+        // normalised textures.
+        let texture = match (yuv.bits > 8, has_16bit_norm) {
+            (false, _) => T::R8Unorm,
+            (true, true) => T::R16Unorm,
+            (true, false) => T::R16Uint,
+        };
         return Ok(FormatPlan {
-            texture: if yuv.bits > 8 { T::R16Uint } else { T::R8Uint },
+            texture,
             source,
             reduction: None,
         });
@@ -139,8 +147,8 @@ pub fn choose(
 /// Bytes of one texel of `format` (the formats [`choose`] picks).
 pub fn texel_bytes(format: wgpu::TextureFormat) -> usize {
     match format {
-        wgpu::TextureFormat::R8Uint => 1,
-        wgpu::TextureFormat::R16Uint => 2,
+        wgpu::TextureFormat::R8Uint | wgpu::TextureFormat::R8Unorm => 1,
+        wgpu::TextureFormat::R16Uint | wgpu::TextureFormat::R16Unorm => 2,
         wgpu::TextureFormat::Rgba8Unorm => 4,
         wgpu::TextureFormat::Rgba16Unorm | wgpu::TextureFormat::Rgba16Float => 8,
         _ => 16,
@@ -282,8 +290,11 @@ fn is_identity(info: &FrameInfo, texture: wgpu::TextureFormat) -> bool {
     if info.yuv.is_some() {
         return matches!(
             (info.sample, texture),
-            (SampleType::U8, wgpu::TextureFormat::R8Uint)
-                | (SampleType::U16, wgpu::TextureFormat::R16Uint)
+            (SampleType::U8, wgpu::TextureFormat::R8Unorm)
+                | (
+                    SampleType::U16,
+                    wgpu::TextureFormat::R16Unorm | wgpu::TextureFormat::R16Uint
+                )
         );
     }
     info.channels == 4

@@ -120,10 +120,10 @@ fn reference(path: &Path, n: u64) -> Vec<u8> {
     out.stdout
 }
 
-fn gpu_and_engine() -> (Arc<stagehand_gpu::Gpu>, UploadEngine) {
+fn gpu_and_engine(features: wgpu::Features) -> (Arc<stagehand_gpu::Gpu>, UploadEngine) {
     let gpu = Arc::new(
         stagehand_gpu::Gpu::open(&stagehand_gpu::GpuOptions {
-            wanted_features: stagehand_play::wanted_features(),
+            wanted_features: features,
             ..Default::default()
         })
         .expect("tests need a GPU adapter"),
@@ -144,7 +144,11 @@ fn options(path: &Path, size: (u32, u32), saves: Vec<u64>) -> PlayOptions {
 }
 
 fn run(options: &PlayOptions) -> Result<PlaySummary, PlayError> {
-    let (gpu, engine) = gpu_and_engine();
+    run_with(options, stagehand_play::wanted_features())
+}
+
+fn run_with(options: &PlayOptions, features: wgpu::Features) -> Result<PlaySummary, PlayError> {
+    let (gpu, engine) = gpu_and_engine(features);
     play(&gpu, &engine, options, |_| ControlFlow::Continue(()))
 }
 
@@ -159,7 +163,18 @@ fn inside_a_block(x: u32, y: u32, w: u32, h: u32) -> bool {
 /// Plays `path` (of `size`), saving `frames`, and checks each drawn frame
 /// against FFmpeg's conversion of it, inside the blocks.
 fn matches_ffmpeg(path: &Path, size: (u32, u32), frames: &[u64]) {
-    let summary = run(&options(path, size, frames.to_vec())).unwrap();
+    matches_ffmpeg_on(path, size, frames, stagehand_play::wanted_features());
+}
+
+/// [`matches_ffmpeg`] on a device opened with `features`; returns the
+/// texture format the planes went into.
+fn matches_ffmpeg_on(
+    path: &Path,
+    size: (u32, u32),
+    frames: &[u64],
+    features: wgpu::Features,
+) -> wgpu::TextureFormat {
+    let summary = run_with(&options(path, size, frames.to_vec()), features).unwrap();
     assert_eq!(summary.frames.dropped, 0, "{summary:?}");
     assert_eq!(summary.saved.len(), frames.len());
     let (w, h) = size;
@@ -199,6 +214,7 @@ fn matches_ffmpeg(path: &Path, size: (u32, u32), frames: &[u64]) {
             worst.2
         );
     }
+    summary.format.texture
 }
 
 #[test]
@@ -269,6 +285,10 @@ fn prores_422_10_bit_draws_as_ffmpeg_converts_it() {
     ];
     let path = movie(&dir, "hq.mov", "320x240", "yuv422p10le", 4, &tags);
     matches_ffmpeg(&path, (320, 240), &[0, 20, 47]);
+    // A device without 16-bit normalised textures gets the planes as
+    // 16-bit integers, read texel by texel: the same picture.
+    let format = matches_ffmpeg_on(&path, (320, 240), &[20], wgpu::Features::empty());
+    assert_eq!(format, wgpu::TextureFormat::R16Uint);
 }
 
 #[test]

@@ -467,7 +467,7 @@ fn open_feed(gpu: &Gpu, options: &PlayOptions, windowed: bool) -> Result<Opened,
         .contains(wgpu::Features::TEXTURE_FORMAT_16BIT_NORM);
     match &options.source {
         None => open_synthetic(options, has_16bit_norm, windowed),
-        Some(spec) if source::is_movie(spec) => open_movie(spec, options, windowed),
+        Some(spec) if source::is_movie(spec) => open_movie(spec, options, has_16bit_norm, windowed),
         Some(spec) => open_sequence(spec, options, has_16bit_norm, windowed),
     }
 }
@@ -475,7 +475,12 @@ fn open_feed(gpu: &Gpu, options: &PlayOptions, windowed: bool) -> Result<Opened,
 /// A movie through FFmpeg, indexed and its first frame decoded, with its
 /// frame cache.
 #[cfg(feature = "video")]
-fn open_movie(spec: &Path, options: &PlayOptions, windowed: bool) -> Result<Opened, PlayError> {
+fn open_movie(
+    spec: &Path,
+    options: &PlayOptions,
+    has_16bit_norm: bool,
+    windowed: bool,
+) -> Result<Opened, PlayError> {
     if options.range.is_some() {
         return Err(PlayError::InvalidOption(
             "--range is for image sequences; play part of a movie with --seek and --frames".into(),
@@ -483,7 +488,7 @@ fn open_movie(spec: &Path, options: &PlayOptions, windowed: bool) -> Result<Open
     }
     let movie = source::movie::Movie::open(spec)?;
     let info = movie.info();
-    let plan = format::choose(info, options.format, false)?;
+    let plan = format::choose(info, options.format, has_16bit_norm)?;
     let len = movie.len();
     let start = match options.seek {
         None => 0,
@@ -524,7 +529,7 @@ fn open_movie(spec: &Path, options: &PlayOptions, windowed: bool) -> Result<Open
 
 /// Without the `video` feature, a movie is refused, saying why.
 #[cfg(not(feature = "video"))]
-fn open_movie(spec: &Path, _: &PlayOptions, _: bool) -> Result<Opened, PlayError> {
+fn open_movie(spec: &Path, _: &PlayOptions, _: bool, _: bool) -> Result<Opened, PlayError> {
     Err(PlayError::Unsupported {
         path: spec.to_owned(),
         reason: "movies need stagehand built with the `video` feature (FFmpeg); this build has no movie support".into(),

@@ -41,6 +41,8 @@ pub struct Renderer {
     /// `Some` for Y'CbCr frames (packed planes in an integer texture,
     /// drawn by `yuv.wgsl`, whose parameters `params` holds).
     yuv: Option<Yuv>,
+    /// The frames are in an integer texture: bound without a sampler.
+    integer: bool,
 }
 
 impl Renderer {
@@ -82,14 +84,15 @@ impl Renderer {
             },
             uniform_entry(2),
         ];
-        let yuv_entries = [
+        let integer_entries = [
             texture_entry(0, wgpu::TextureSampleType::Uint),
             uniform_entry(2),
         ];
+        let integer = yuv.is_some() && yuv::is_integer(frame_format);
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("play frame"),
-            entries: if yuv.is_some() {
-                &yuv_entries
+            entries: if integer {
+                &integer_entries
             } else {
                 &float_entries
             },
@@ -100,7 +103,7 @@ impl Renderer {
             immediate_size: 0,
         })?;
         let source = match yuv {
-            Some(_) => include_str!("yuv.wgsl"),
+            Some(_) => yuv::shader(frame_format),
             None => include_str!("display.wgsl"),
         };
         let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -130,10 +133,11 @@ impl Renderer {
             mapped_at_creation: false,
         })?;
         match &yuv {
-            Some(y) => {
-                gpu.queue()
-                    .write_buffer(&params, 0, &yuv::params(y, frame_size.0, frame_size.1))
-            }
+            Some(y) => gpu.queue().write_buffer(
+                &params,
+                0,
+                &yuv::params(y, frame_size.0, frame_size.1, frame_format),
+            ),
             None => gpu
                 .queue()
                 .write_buffer(&params, 0, &Display::params_of(display)),
@@ -154,6 +158,7 @@ impl Renderer {
             format,
             frame_size,
             yuv,
+            integer,
         };
         renderer.binds = (0..queue.depth())
             .map(|slot| renderer.bind(gpu, queue.texture(slot)))
@@ -181,7 +186,7 @@ impl Renderer {
         gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("play frame"),
             layout: &self.layout,
-            entries: if self.yuv.is_some() {
+            entries: if self.integer {
                 &without
             } else {
                 &with_sampler

@@ -1,8 +1,9 @@
 // Y'CbCr planes packed in one integer texture (see the player's yuv.rs),
-// converted to R'G'B' as they are drawn: luma and chroma each filtered
-// bilinearly at their own resolution and siting, then the stream's
-// matrix and range. Code values are read exactly (textureLoad), so 10-
-// to 16-bit samples keep every bit.
+// for devices without 16-bit normalised textures: converted to R'G'B' as
+// they are drawn, luma and chroma each filtered bilinearly (four exact
+// loads each) at their own resolution and siting, then the stream's
+// matrix and range. yuv_filtered.wgsl is the same with the sampler
+// filtering, where the planes are in a normalised texture.
 
 struct Out {
     @builtin(position) pos: vec4<f32>,
@@ -22,6 +23,9 @@ struct Params {
     r: vec4<f32>,
     g: vec4<f32>,
     b: vec4<f32>,
+    // The texture's width, height; what one unit of a sample is in code
+    // values (1 here: samples are code values).
+    texture: vec4<f32>,
 };
 
 @group(0) @binding(0) var planes: texture_2d<u32>;

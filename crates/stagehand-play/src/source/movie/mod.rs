@@ -33,7 +33,9 @@ pub struct Movie {
     rate: f64,
     codec: String,
     index: Index,
-    decoder: Mutex<Decoder>,
+    stream: usize,
+    /// The decoder, and the thread that opened it.
+    decoder: Mutex<(Decoder, std::thread::ThreadId)>,
 }
 
 /// Most frames a movie may have (about 116 hours at 24 fps), like the
@@ -139,7 +141,8 @@ impl Movie {
             rate,
             codec: codec_name,
             index,
-            decoder: Mutex::new(decoder),
+            stream: stream_index,
+            decoder: Mutex::new((decoder, std::thread::current().id())),
         })
     }
 
@@ -201,13 +204,19 @@ impl Frames for Movie {
                 self.len().saturating_sub(1)
             )));
         };
-        self.decoder
-            .lock()
-            .frame(i as usize, &self.index)
-            .map_err(|reason| PlayError::Decode {
-                path: self.path.clone(),
-                reason: format!("frame {pos}: {reason}"),
-            })
+        let error = |reason: String| PlayError::Decode {
+            path: self.path.clone(),
+            reason: format!("frame {pos}: {reason}"),
+        };
+        let mut decoder = self.decoder.lock();
+        let here = std::thread::current().id();
+        if decoder.1 != here {
+            // FFmpeg's frame threads take the priority of the thread that
+            // opens the decoder: open it again on the decode thread (which
+            // runs below the render thread), not on the one that probed.
+            *decoder = (Decoder::open(&self.path, self.stream).map_err(error)?, here);
+        }
+        decoder.0.frame(i as usize, &self.index).map_err(error)
     }
 
     fn decoders(&self, _asked: usize) -> usize {
