@@ -23,8 +23,8 @@ struct Cli {
 enum Command {
     /// Play an image sequence (or synthetic 4K frames) through the upload
     /// engine and a real render pass at the target rate, then print a summary
-    /// and the diagnostics report.
-    Play(play::PlayArgs),
+    /// and the diagnostics report. Or a movie, with its sound.
+    Play(Box<play::PlayArgs>),
     /// Print the diagnostics report of the default adapter: system, adapter,
     /// versions, stagehand's object counts and wgpu's own report.
     Report(ReportArgs),

@@ -32,6 +32,22 @@ pub struct PlayArgs {
     // out of range rather than as an unknown argument.
     #[arg(long, allow_negative_numbers = true)]
     fps: Option<f64>,
+    /// A sound file to play beside the pictures (WAV, FLAC, or anything
+    /// FFmpeg decodes); a movie plays its own sound without it. In
+    /// realtime mode the sound's clock decides which frame is shown.
+    #[arg(long)]
+    audio: Option<PathBuf>,
+    /// Milliseconds to move the sound later against the pictures
+    /// (negative: earlier), -60000 to 60000.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    audio_offset: f64,
+    /// Play no sound; the sound's clock still keeps the pictures in time.
+    #[arg(long)]
+    mute: bool,
+    /// Where sound goes: auto (the default device, else a null sink that
+    /// consumes it in real time) or null.
+    #[arg(long, default_value = "auto")]
+    audio_out: stagehand_play::audio::AudioOut,
     /// Frame numbers to play, FIRST-LAST (inclusive).
     #[arg(long, value_parser = parse_range)]
     range: Option<(i64, i64)>,
@@ -275,6 +291,12 @@ impl PlayArgs {
             seek: self.seek,
             start_paused: self.start_paused,
             present: self.present_mode.into(),
+            audio: stagehand_play::audio::AudioOptions {
+                file: self.audio.clone(),
+                offset_ms: self.audio_offset,
+                mute: self.mute,
+                out: self.audio_out,
+            },
         };
         if self.start_paused && !windowed {
             return Err(PlayError::InvalidOption(

@@ -10,6 +10,7 @@
 //! The core library, `stagehand_gpu`, knows nothing of decoders: this
 //! crate brings them.
 
+pub mod audio;
 pub mod cache;
 mod error;
 pub mod format;
@@ -34,6 +35,6 @@ pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
 pub use player::{engine_config, play, play_in, wanted_features};
 pub use render::{Display, Renderer, Transfer};
 pub use source::natural_cmp;
-pub use summary::{Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
+pub use summary::{AudioSummary, Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
 pub use transport::Command;
 pub use window::{PresentChoice, Screen, WindowOptions};

@@ -122,6 +122,8 @@ pub struct PlayOptions {
     pub start_paused: bool,
     /// How a window's surface presents.
     pub present: crate::window::PresentChoice,
+    /// Sound: a file beside the pictures, an offset, mute, the output.
+    pub audio: crate::audio::AudioOptions,
 }
 
 impl Default for PlayOptions {
@@ -149,6 +151,7 @@ impl Default for PlayOptions {
             seek: None,
             start_paused: false,
             present: crate::window::PresentChoice::Auto,
+            audio: crate::audio::AudioOptions::default(),
         }
     }
 }
@@ -157,6 +160,7 @@ impl PlayOptions {
     /// Checks every option against its bounds.
     pub fn validate(&self) -> Result<(), PlayError> {
         let bad = |m: String| Err(PlayError::InvalidOption(m));
+        self.audio.validate()?;
         if !(self.fps.is_finite() && (0.1..=1000.0).contains(&self.fps)) {
             return bad(format!("--fps {}: must be from 0.1 to 1000", self.fps));
         }

@@ -161,6 +161,31 @@ pub struct PlaySummary {
     /// Frames read back at the ticks asked for.
     #[serde(skip)]
     pub saved: Vec<Saved>,
+    /// Sound, when there was any.
+    pub audio: Option<AudioSummary>,
+}
+
+/// What the sound did, and how well the pictures kept up with it.
+#[derive(Clone, Debug, Serialize)]
+pub struct AudioSummary {
+    /// The stream: file, codec, rate, channels.
+    pub source: String,
+    /// Where it went: the device, the null sink, or why it did not play.
+    pub sink: String,
+    /// Whether it kept the clock (realtime mode); in every-frame mode the
+    /// pictures wait for decoding, so sound is not played.
+    pub played: bool,
+    /// Milliseconds each presented frame came after its time by the
+    /// sound's clock (negative: before it), absolute values.
+    pub drift: Millis,
+    /// Frames presented and measured.
+    pub measured: u64,
+    /// Frames skipped to hold sync.
+    pub skipped: u64,
+    /// Frames of sound the decoder could not supply in time (silence).
+    pub underruns: u64,
+    /// What went wrong in the sound's decoder, if anything.
+    pub error: Option<String>,
 }
 
 /// One read-back: the render target and the frame texture on screen.
@@ -216,6 +241,29 @@ impl PlaySummary {
                 )),
             ),
         ]);
+        if let Some(a) = &self.audio {
+            fields.push(("audio".into(), Cell::text(&a.source)));
+            fields.push((
+                "audio out".into(),
+                Cell::text(if a.played {
+                    format!("{} (underruns: {} frames)", a.sink, a.underruns)
+                } else {
+                    a.sink.clone()
+                }),
+            ));
+            if a.played {
+                fields.push((
+                    "a/v drift".into(),
+                    Cell::text(format!(
+                        "|drift| p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms over {} frames; {} skipped to hold sync",
+                        a.drift.p50, a.drift.p99, a.drift.max, a.measured, a.skipped
+                    )),
+                ));
+            }
+            if let Some(e) = &a.error {
+                fields.push(("audio error".into(), Cell::text(e)));
+            }
+        }
         if let Some(yuv) = &self.format.source.yuv {
             let (w, h) = (self.size.0, self.size.1);
             let rgba = u64::from(w) * u64::from(h) * 4;

@@ -322,7 +322,8 @@ mod tests {
         let y = yuv(Chroma::S420, 8, Matrix::Bt709, Range::Limited);
         assert_eq!(y.to_rgb(16, 128, 128), [0, 0, 0]);
         assert_eq!(y.to_rgb(235, 128, 128), [255, 255, 255]);
-        assert_eq!(y.to_rgb(63, 102, 240), [255, 0, 0]);
+        let [r, g, b] = y.to_rgb(63, 102, 240);
+        assert!(r == 255 && g <= 1 && b <= 1, "{r} {g} {b}");
         // Full-range BT.601 (JPEG): pure red is Y 76, Cb 85, Cr 255.
         let y = yuv(Chroma::S420, 8, Matrix::Bt601, Range::Full);
         let [r, g, b] = y.to_rgb(76, 85, 255);

@@ -471,3 +471,130 @@ fn format_and_range_options_meant_for_sequences_are_refused_for_movies() {
     let err = run(&o).unwrap_err();
     assert!(err.to_string().contains("frames 0 to 47"), "{err}");
 }
+
+/// A movie whose sound clicks at every 24th frame's time.
+fn clicking_movie(dir: &Path, seconds: u32) -> PathBuf {
+    let path = dir.join("clicks.mp4");
+    let video = format!(
+        "color=black:size=128x96:rate={FPS},format=yuv420p,{}",
+        pattern(1)
+    );
+    let t = seconds.to_string();
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        &video,
+        "-f",
+        "lavfi",
+        "-i",
+        "aevalsrc='if(lt(mod(t\\,1)\\,0.005)\\,0.9\\,0)':s=48000",
+        "-t",
+        &t,
+        "-c:v",
+        "libx264",
+        "-qp",
+        "0",
+        "-g",
+        "24",
+        "-c:a",
+        "aac",
+        path.to_str().unwrap(),
+    ]);
+    path
+}
+
+fn with_sound(path: &Path, frames: Option<u64>) -> PlayOptions {
+    let mut o = options(path, (128, 96), vec![]);
+    o.mode = Mode::Realtime;
+    o.frames = frames;
+    o.audio.out = stagehand_play::audio::AudioOut::Null;
+    o
+}
+
+#[test]
+fn pictures_follow_the_sound_within_half_a_frame_on_the_null_sink() {
+    if !has_ffmpeg("sync") {
+        return;
+    }
+    let dir = temp_dir("sync");
+    let path = clicking_movie(&dir, 4);
+    let summary = run(&with_sound(&path, None)).unwrap();
+    let audio = summary.audio.clone().expect("the movie's sound played");
+    assert!(audio.played, "{audio:?}");
+    assert!(audio.sink.contains("null sink"), "{audio:?}");
+    assert!(audio.source.contains("aac"), "{audio:?}");
+    assert_eq!(audio.error, None);
+    assert_eq!(audio.measured, summary.frames.shown);
+    assert!(summary.frames.shown >= 90, "{summary:?}");
+    assert!(audio.drift.p99 < 1000.0 / FPS / 2.0, "{audio:?}");
+    assert!(audio.drift.max < 1000.0 / FPS, "{audio:?}");
+}
+
+#[test]
+fn every_frame_mode_does_not_play_sound_and_says_so() {
+    if !has_ffmpeg("every-frame sound") {
+        return;
+    }
+    let dir = temp_dir("every-frame-sound");
+    let path = clicking_movie(&dir, 1);
+    let mut o = with_sound(&path, None);
+    o.mode = Mode::EveryFrame;
+    let audio = run(&o).unwrap().audio.expect("sound found");
+    assert!(!audio.played);
+    assert!(audio.sink.contains("every-frame"), "{audio:?}");
+}
+
+#[test]
+fn a_sound_file_plays_beside_a_movie_with_an_offset() {
+    if !has_ffmpeg("audio file") {
+        return;
+    }
+    let dir = temp_dir("audio-file");
+    let tags = ["-c:v", "libx264", "-qp", "0"];
+    let path = movie(&dir, "silent.mp4", "64x48", "yuv420p", 1, &tags);
+    let wav = dir.join("tone.wav");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=frequency=440:duration=3",
+        wav.to_str().unwrap(),
+    ]);
+    let mut o = with_sound(&path, Some(24));
+    o.audio.file = Some(wav);
+    o.audio.offset_ms = -250.0;
+    let summary = run(&o).unwrap();
+    let audio = summary.audio.expect("the file's sound played");
+    assert!(audio.source.contains("tone.wav"), "{audio:?}");
+    assert!(audio.played && audio.drift.max < 1000.0 / FPS, "{audio:?}");
+}
+
+#[test]
+fn bad_sound_options_are_refused_before_playback() {
+    if !has_ffmpeg("bad sound") {
+        return;
+    }
+    let dir = temp_dir("bad-sound");
+    let tags = ["-c:v", "libx264", "-qp", "0"];
+    let path = movie(&dir, "m.mp4", "64x48", "yuv420p", 1, &tags);
+    // An unreadable file.
+    let mut o = with_sound(&path, Some(2));
+    o.audio.file = Some(dir.join("missing.wav"));
+    assert!(matches!(run(&o).unwrap_err(), PlayError::Io { .. }));
+    // A file with no sound in it.
+    o.audio.file = Some(path.clone());
+    let err = run(&o).unwrap_err();
+    assert!(err.to_string().contains("no audio stream"), "{err}");
+    // Not a media file at all.
+    let junk = dir.join("junk.wav");
+    std::fs::write(&junk, b"not a sound").unwrap();
+    o.audio.file = Some(junk);
+    assert!(matches!(run(&o).unwrap_err(), PlayError::Decode { .. }));
+    // An offset out of range.
+    let mut o = with_sound(&path, Some(2));
+    o.audio.offset_ms = 1e9;
+    assert!(matches!(run(&o).unwrap_err(), PlayError::InvalidOption(_)));
+    o.audio.offset_ms = f64::NAN;
+    assert!(matches!(run(&o).unwrap_err(), PlayError::InvalidOption(_)));
+}

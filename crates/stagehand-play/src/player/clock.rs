@@ -6,11 +6,15 @@ use std::time::{Duration, Instant};
 
 /// The player's clock: starts after pre-roll; stands still while paused,
 /// and in every-frame mode while the render loop waits for a frame; a seek
-/// sets it to the new place's time.
+/// sets it to the new place's time. With sound (realtime mode), play time
+/// is what the audio sink has played: pictures follow the sound.
 #[derive(Default)]
 pub(super) struct Clock {
     pub(super) start: OnceLock<Instant>,
     pub(super) state: Mutex<ClockState>,
+    /// The sound whose sink keeps play time, when there is sound.
+    #[cfg(feature = "video")]
+    pub(super) audio: OnceLock<std::sync::Arc<crate::audio::Audio>>,
 }
 
 #[derive(Default)]
@@ -26,7 +30,22 @@ pub(super) struct ClockState {
 
 impl Clock {
     pub(super) fn start(&self) -> Instant {
-        *self.start.get_or_init(Instant::now)
+        *self.start.get_or_init(|| {
+            #[cfg(feature = "video")]
+            if let Some(audio) = self.audio.get() {
+                audio.start();
+            }
+            Instant::now()
+        })
+    }
+
+    /// Play time by the sound's clock, when sound keeps it and it runs.
+    fn audio_now(&self) -> Option<Duration> {
+        #[cfg(feature = "video")]
+        if let Some(t) = self.audio.get().and_then(|a| a.now()) {
+            return Some(Duration::from_secs_f64(t.max(0.0)));
+        }
+        None
     }
 
     pub(super) fn waited(&self) -> Duration {
@@ -36,6 +55,9 @@ impl Clock {
     /// Play time now; `None` before the clock starts.
     pub(super) fn now(&self) -> Option<Duration> {
         let start = *self.start.get()?;
+        if let Some(t) = self.audio_now() {
+            return Some(t);
+        }
         let state = self.state.lock();
         let wall = state.paused_at.unwrap_or_else(Instant::now) - start;
         let t = wall.as_nanos() as i128 - state.behind;
@@ -45,6 +67,15 @@ impl Clock {
     /// When play time reaches `t` (if the clock runs).
     pub(super) fn due(&self, t: Duration) -> Instant {
         let start = self.start();
+        if let Some(now) = self.audio_now() {
+            // The sound plays at its own rate: `t` comes when as much more
+            // of it has played (or came that long ago).
+            let wall = Instant::now();
+            return match t.checked_sub(now) {
+                Some(ahead) => wall + ahead,
+                None => wall.checked_sub(now - t).unwrap_or(start),
+            };
+        }
         let behind = self.state.lock().behind;
         let at = t.as_nanos() as i128 + behind;
         if at >= 0 {
@@ -64,12 +95,20 @@ impl Clock {
     pub(super) fn pause(&self) {
         let mut state = self.state.lock();
         state.paused_at.get_or_insert_with(Instant::now);
+        #[cfg(feature = "video")]
+        if let Some(audio) = self.audio.get() {
+            audio.pause();
+        }
     }
 
     pub(super) fn resume(&self) {
         let mut state = self.state.lock();
         if let Some(at) = state.paused_at.take() {
             state.behind += at.elapsed().as_nanos() as i128;
+        }
+        #[cfg(feature = "video")]
+        if let Some(audio) = self.audio.get() {
+            audio.resume();
         }
     }
 
@@ -83,5 +122,9 @@ impl Clock {
         let mut state = self.state.lock();
         let wall = state.paused_at.unwrap_or_else(Instant::now) - start;
         state.behind = wall.as_nanos() as i128 - t.as_nanos() as i128;
+        #[cfg(feature = "video")]
+        if let Some(audio) = self.audio.get() {
+            audio.seek(t.as_secs_f64());
+        }
     }
 }

@@ -129,6 +129,15 @@ impl Shared {
     fn pts(&self, tick: u64) -> Duration {
         self.period.mul_f64(tick as f64)
     }
+
+    /// Whether sound keeps play time.
+    fn has_audio_clock(&self) -> bool {
+        #[cfg(feature = "video")]
+        if self.clock.audio.get().is_some() {
+            return true;
+        }
+        false
+    }
 }
 
 /// Plays into an offscreen target and returns what happened; `progress`
@@ -236,6 +245,13 @@ fn play_to(
         timeline: options.timeline.clone(),
         tier,
     });
+    let audio = open_audio(options, &opened)?;
+    #[cfg(feature = "video")]
+    if let Some(a) = &audio
+        && a.played
+    {
+        let _ = shared.clock.audio.set(Arc::clone(&a.audio));
+    }
     let decoders = match &opened.feed {
         Feed::Frames { frames, cache } => {
             spawn_decoders(frames, cache, frames.decoders(options.threads), &shared)?
@@ -267,7 +283,96 @@ fn play_to(
         output_size,
         display,
     };
-    Ok(summarize(gpu, engine, options, &opened, &mut run, ended))
+    let mut summary = summarize(gpu, engine, options, &opened, &mut run, ended);
+    summary.audio = audio.map(|a| a.summary(&mut run, &summary));
+    Ok(summary)
+}
+
+/// Sound for a run, prepared (not yet playing: the clock starts it).
+struct RunAudio {
+    #[cfg(feature = "video")]
+    audio: Arc<crate::audio::Audio>,
+    /// Whether it plays and keeps the clock (realtime mode).
+    played: bool,
+    /// Why it does not play, when it does not.
+    not_played: Option<String>,
+}
+
+impl RunAudio {
+    fn summary(self, run: &mut Run<'_>, summary: &PlaySummary) -> crate::AudioSummary {
+        let drift: Vec<f64> = std::mem::take(&mut run.drift)
+            .into_iter()
+            .map(f64::abs)
+            .collect();
+        #[cfg(feature = "video")]
+        let (source, sink, underruns, error) = self.audio.describe();
+        #[cfg(not(feature = "video"))]
+        let (source, sink, underruns, error) = (String::new(), String::new(), 0, None);
+        crate::AudioSummary {
+            source,
+            sink: self.not_played.unwrap_or(sink),
+            played: self.played,
+            measured: drift.len() as u64,
+            drift: Millis::of(drift),
+            skipped: summary.frames.dropped + summary.never_pushed,
+            underruns,
+            error,
+        }
+    }
+}
+
+/// The sound a run plays: `--audio`'s file, else a movie's own stream;
+/// `None` for a source without sound. In every-frame mode it is prepared
+/// (so a bad file is still an error) but not played.
+#[cfg(feature = "video")]
+fn open_audio(options: &PlayOptions, opened: &Opened) -> Result<Option<RunAudio>, PlayError> {
+    use crate::audio::{Audio, AudioOut, AudioSource};
+    let (path, base) = match (&options.audio.file, &opened.movie_start) {
+        (Some(file), _) => (file.clone(), 0.0),
+        (None, Some(start)) => match &options.source {
+            Some(movie) => (movie.clone(), *start),
+            None => return Ok(None),
+        },
+        (None, None) => return Ok(None),
+    };
+    let Some(source) = AudioSource::probe(&path)? else {
+        return if options.audio.file.is_some() {
+            Err(PlayError::Unsupported {
+                path,
+                reason: "it has no audio stream".into(),
+            })
+        } else {
+            Ok(None)
+        };
+    };
+    // Play time 0 shows the start position; the offset moves sound later.
+    let origin = base + opened.start as f64 / options.fps - options.audio.offset_ms / 1e3;
+    let out = if options.audio.mute {
+        AudioOut::Null
+    } else {
+        options.audio.out
+    };
+    let played = options.mode == crate::Mode::Realtime;
+    Ok(Some(RunAudio {
+        audio: Arc::new(Audio::new(source, origin, out)),
+        played,
+        not_played: (!played).then(|| {
+            "not played: every-frame mode waits for frames, so sound would drift (use --mode realtime)".into()
+        }),
+    }))
+}
+
+/// Without the `video` feature there is no sound to decode: `--audio` is
+/// refused, saying why.
+#[cfg(not(feature = "video"))]
+fn open_audio(options: &PlayOptions, _: &Opened) -> Result<Option<RunAudio>, PlayError> {
+    match &options.audio.file {
+        Some(file) => Err(PlayError::Unsupported {
+            path: file.clone(),
+            reason: "sound needs stagehand built with the `video` feature (FFmpeg)".into(),
+        }),
+        None => Ok(None),
+    }
 }
 
 /// The output playback draws into: offscreen, or the screen's window with
@@ -430,6 +535,7 @@ fn summarize(
             })
             .collect(),
         saved: std::mem::take(&mut run.saved),
+        audio: None,
     }
 }
 
@@ -455,6 +561,10 @@ struct Opened {
     /// What the summary should say before anything else (a damaged
     /// movie).
     warnings: Vec<String>,
+    /// For a movie, the seconds of its first frame on its timeline (where
+    /// its sound lines up).
+    #[cfg_attr(not(feature = "video"), allow(dead_code))]
+    movie_start: Option<f64>,
 }
 
 /// Opens the sequence (reading every frame's header, so a frame of
@@ -502,6 +612,7 @@ fn open_movie(
     };
     let total = ticks_to_run(options, len as u64, start as u64, windowed);
     let cache = frame_cache(options, len, HashSet::new(), info.bytes());
+    let movie_start = Some(movie.start_seconds());
     let warnings = movie
         .damage()
         .map(|d| {
@@ -524,6 +635,7 @@ fn open_movie(
         plan,
         total,
         warnings,
+        movie_start,
     })
 }
 
@@ -593,6 +705,7 @@ fn open_synthetic(
         plan,
         total: ticks_to_run(options, len, start as u64, windowed),
         warnings: Vec::new(),
+        movie_start: None,
     })
 }
 
@@ -630,6 +743,7 @@ fn open_sequence(
         plan,
         total,
         warnings: Vec::new(),
+        movie_start: None,
     })
 }
 

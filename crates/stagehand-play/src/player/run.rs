@@ -40,6 +40,9 @@ pub(super) struct Run<'a> {
     pub(super) display: Option<Display>,
     /// Ticks run so far.
     pub(super) ticks_run: u64,
+    /// Milliseconds each presented frame came after its time by the
+    /// sound's clock (with sound, realtime).
+    pub(super) drift: Vec<f64>,
 }
 
 /// What waiting for a tick ended with.
@@ -95,6 +98,7 @@ impl<'a> Run<'a> {
             last_present: None,
             display,
             ticks_run: 0,
+            drift: Vec::new(),
         }
     }
 }
@@ -180,6 +184,11 @@ impl Run<'_> {
                 Mode::EveryFrame => shared.pts(tick),
             };
             self.tick(gpu, renderer, output, tick, t, from_tier, options, true)?;
+            if is_frame && shared.has_audio_clock() {
+                let now = shared.clock.now().unwrap_or_default();
+                self.drift
+                    .push((now.as_secs_f64() - shared.pts(tick).as_secs_f64()) * 1e3);
+            }
             tick += 1;
             self.sample(gpu, engine, &shared);
             pass.frames += u64::from(is_frame);

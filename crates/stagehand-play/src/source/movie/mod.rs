@@ -42,7 +42,8 @@ pub struct Movie {
 /// player's most ticks.
 const MAX_FRAMES: usize = 10_000_000;
 
-fn init() {
+/// Registers FFmpeg's formats and quiets its log, once.
+pub(crate) fn init() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // Registration cannot fail on FFmpeg 4 and later; its log goes
@@ -171,6 +172,12 @@ impl Movie {
     /// at the last frame before it.
     pub fn damage(&self) -> Option<&str> {
         self.index.damage.as_deref()
+    }
+
+    /// Seconds of the first frame on the file's timeline (its sound lines
+    /// up against it).
+    pub fn start_seconds(&self) -> f64 {
+        self.index.frames[0].pts as f64 * self.index.time_base
     }
 
     /// Seconds from the first frame to position `pos`'s frame.

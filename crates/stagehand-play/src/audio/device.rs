@@ -1,0 +1,193 @@
+//! The sound device through `cpal` (feature `audio`): the default output,
+//! fed from the ring in its callback. The clock is what the device says
+//! it plays: each callback reports when its first sample reaches the
+//! speaker, and the frames before it are counted.
+
+use super::ring::Ring;
+use super::sink::Sink;
+use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// The default output device, playing.
+pub(crate) struct DeviceSink {
+    shared: Arc<DeviceShared>,
+    thread: Option<JoinHandle<()>>,
+    name: String,
+}
+
+struct DeviceShared {
+    rate: f64,
+    /// Frames written before the last callback's, when its first frame
+    /// reaches the speaker, and how many it wrote.
+    last: Mutex<Option<(u64, Instant, u64)>>,
+    written: AtomicU64,
+    paused: AtomicBool,
+    /// The clock while paused.
+    frozen: Mutex<f64>,
+    stop: AtomicBool,
+    underruns: AtomicU64,
+}
+
+impl DeviceShared {
+    fn played(&self) -> f64 {
+        if self.paused.load(Relaxed) {
+            return *self.frozen.lock();
+        }
+        let Some((before, at, wrote)) = *self.last.lock() else {
+            return 0.0;
+        };
+        let now = Instant::now();
+        let since = now.saturating_duration_since(at).as_secs_f64() * self.rate;
+        let ahead = if now < at {
+            -(at - now).as_secs_f64() * self.rate
+        } else {
+            since
+        };
+        (before as f64 + ahead).clamp(0.0, (before + wrote) as f64)
+    }
+}
+
+/// The device's preferred rate and channels, if there is a device.
+pub(crate) fn preferred() -> Option<(u32, u16)> {
+    let device = cpal::default_host().default_output_device()?;
+    let config = device.default_output_config().ok()?;
+    Some((config.sample_rate(), config.channels()))
+}
+
+impl DeviceSink {
+    /// Opens the default output at `rate` and `channels` and starts it;
+    /// `Err` with the reason where there is none or it will not open.
+    pub fn start(ring: Arc<Ring>, rate: u32, channels: u16) -> Result<Self, String> {
+        let shared = Arc::new(DeviceShared {
+            rate: f64::from(rate),
+            last: Mutex::new(None),
+            written: AtomicU64::new(0),
+            paused: AtomicBool::new(false),
+            frozen: Mutex::new(0.0),
+            stop: AtomicBool::new(false),
+            underruns: AtomicU64::new(0),
+        });
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let s = Arc::clone(&shared);
+        // cpal's streams may not move between threads: one thread opens,
+        // holds and closes it.
+        let thread = std::thread::Builder::new()
+            .name("audio device".into())
+            .spawn(move || {
+                let opened = open(&s, ring, rate, channels);
+                match opened {
+                    Ok((stream, name)) => {
+                        let _ = ready_tx.send(Ok(name));
+                        while !s.stop.load(Relaxed) {
+                            std::thread::park();
+                        }
+                        drop(stream);
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                    }
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        match ready_rx.recv() {
+            Ok(Ok(name)) => Ok(Self {
+                shared,
+                thread: Some(thread),
+                name,
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => Err("the audio thread ended".into()),
+        }
+    }
+}
+
+fn open(
+    shared: &Arc<DeviceShared>,
+    ring: Arc<Ring>,
+    rate: u32,
+    channels: u16,
+) -> Result<(cpal::Stream, String), String> {
+    let device = cpal::default_host()
+        .default_output_device()
+        .ok_or("no sound output device")?;
+    let name = device
+        .description()
+        .map(|d| d.to_string())
+        .unwrap_or_else(|_| "default output".into());
+    let config = cpal::StreamConfig {
+        channels,
+        sample_rate: rate,
+        buffer_size: cpal::BufferSize::Default,
+    };
+    let s = Arc::clone(shared);
+    let stream = device
+        .build_output_stream(
+            config,
+            move |data: &mut [f32], info: &cpal::OutputCallbackInfo| {
+                let frames = (data.len() / usize::from(channels)) as u64;
+                if s.paused.load(Relaxed) {
+                    data.fill(0.0);
+                    return;
+                }
+                let missing = ring.pop_into(data);
+                s.underruns
+                    .fetch_add((missing / usize::from(channels)) as u64, Relaxed);
+                let ts = info.timestamp();
+                let latency = ts.playback.saturating_duration_since(ts.callback);
+                let before = s.written.fetch_add(frames, Relaxed);
+                *s.last.lock() = Some((before, Instant::now() + latency, frames));
+            },
+            |_| {},
+            None,
+        )
+        .map_err(|e| format!("the sound device will not open: {e}"))?;
+    stream
+        .play()
+        .map_err(|e| format!("the sound device will not play: {e}"))?;
+    Ok((stream, name))
+}
+
+impl Sink for DeviceSink {
+    fn played(&self) -> f64 {
+        self.shared.played()
+    }
+
+    fn pause(&self) {
+        *self.shared.frozen.lock() = self.shared.played();
+        self.shared.paused.store(true, Relaxed);
+    }
+
+    fn resume(&self) {
+        // Frames written while paused were silence, not counted; the
+        // next callback sets the clock afresh from where it stood.
+        let frozen = *self.shared.frozen.lock() as u64;
+        self.shared.written.store(frozen, Relaxed);
+        *self.shared.last.lock() = Some((frozen, Instant::now(), 0));
+        self.shared.paused.store(false, Relaxed);
+    }
+
+    fn underruns(&self) -> u64 {
+        self.shared.underruns.load(Relaxed)
+    }
+
+    fn describe(&self) -> String {
+        format!("{} at {} Hz", self.name, self.shared.rate)
+    }
+}
+
+impl Drop for DeviceSink {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}

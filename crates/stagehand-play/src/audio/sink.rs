@@ -1,0 +1,122 @@
+//! Where decoded audio goes, and the clock it keeps: [`Sink`] says how
+//! many frames have reached the speaker. [`NullSink`] consumes them at
+//! the stream's rate on a real-time clock, where there is no sound
+//! device (CI, servers) or the user asked for none (`--mute`), so sync is
+//! still exercised and measured. The device sink is in `device.rs`.
+
+use super::ring::Ring;
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// An output that plays samples from a ring and keeps the audio clock.
+pub(crate) trait Sink: Send + Sync {
+    /// Frames (samples per channel) that have reached the speaker since
+    /// the sink started, fractional between device periods.
+    fn played(&self) -> f64;
+    /// Stops playing (the clock stands still) until `resume`.
+    fn pause(&self);
+    fn resume(&self);
+    /// Frames the ring could not supply in time (played as silence).
+    fn underruns(&self) -> u64;
+    /// What it is, for the summary.
+    fn describe(&self) -> String;
+}
+
+/// A sink without a device: a thread takes samples from the ring as a
+/// device would, every few milliseconds, at the stream's rate.
+pub(crate) struct NullSink {
+    shared: Arc<NullShared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct NullShared {
+    rate: f64,
+    /// Real time played: since when, and what ran before the last pause.
+    clock: Mutex<(Option<Instant>, Duration)>,
+    stop: AtomicBool,
+    underruns: AtomicU64,
+}
+
+impl NullShared {
+    fn played(&self) -> f64 {
+        let (since, before) = *self.clock.lock();
+        let run = before + since.map_or(Duration::ZERO, |s| s.elapsed());
+        run.as_secs_f64() * self.rate
+    }
+}
+
+/// How often the null sink takes samples: a device's period.
+const PERIOD: Duration = Duration::from_millis(5);
+
+impl NullSink {
+    /// Starts consuming `ring` (interleaved, `channels` a frame) at `rate`.
+    pub fn start(ring: Arc<Ring>, rate: u32, channels: u16) -> std::io::Result<Self> {
+        let shared = Arc::new(NullShared {
+            rate: f64::from(rate),
+            clock: Mutex::new((Some(Instant::now()), Duration::ZERO)),
+            stop: AtomicBool::new(false),
+            underruns: AtomicU64::new(0),
+        });
+        let s = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("audio null sink".into())
+            .spawn(move || {
+                let mut taken = 0u64;
+                let mut buffer = Vec::new();
+                while !s.stop.load(Relaxed) {
+                    let due = s.played() as u64;
+                    if due > taken {
+                        let frames = (due - taken) as usize;
+                        buffer.resize(frames * usize::from(channels), 0.0);
+                        let missing = ring.pop_into(&mut buffer);
+                        s.underruns
+                            .fetch_add((missing / usize::from(channels)) as u64, Relaxed);
+                        taken = due;
+                    }
+                    std::thread::sleep(PERIOD);
+                }
+            })?;
+        Ok(Self {
+            shared,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Sink for NullSink {
+    fn played(&self) -> f64 {
+        self.shared.played()
+    }
+
+    fn pause(&self) {
+        let mut clock = self.shared.clock.lock();
+        if let Some(since) = clock.0.take() {
+            clock.1 += since.elapsed();
+        }
+    }
+
+    fn resume(&self) {
+        let mut clock = self.shared.clock.lock();
+        clock.0.get_or_insert_with(Instant::now);
+    }
+
+    fn underruns(&self) -> u64 {
+        self.shared.underruns.load(Relaxed)
+    }
+
+    fn describe(&self) -> String {
+        format!("null sink at {} Hz (no sound device)", self.shared.rate)
+    }
+}
+
+impl Drop for NullSink {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
