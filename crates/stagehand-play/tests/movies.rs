@@ -598,3 +598,27 @@ fn bad_sound_options_are_refused_before_playback() {
     o.audio.offset_ms = f64::NAN;
     assert!(matches!(run(&o).unwrap_err(), PlayError::InvalidOption(_)));
 }
+
+/// Ten minutes of a clicking movie on the null sink: every frame of the
+/// whole run stays within a frame of the sound (p99 within half a frame),
+/// so the pictures do not creep away from it. Ignored: it takes ten
+/// minutes (`cargo test -p stagehand-play --features audio --test movies
+/// -- --ignored`).
+#[test]
+#[ignore]
+fn ten_minutes_of_pictures_do_not_drift_from_the_sound() {
+    if !has_ffmpeg("ten minutes") {
+        return;
+    }
+    let dir = temp_dir("ten-minutes");
+    let path = clicking_movie(&dir, 600);
+    let summary = run(&with_sound(&path, None)).unwrap();
+    let audio = summary.audio.clone().expect("sound");
+    assert_eq!(summary.frames_in_range, 600 * FPS as u64);
+    assert!(
+        audio.measured >= summary.frames_in_range * 9 / 10,
+        "{summary:?}"
+    );
+    assert!(audio.drift.p99 < 1000.0 / FPS / 2.0, "{audio:?}");
+    assert!(audio.drift.max < 1000.0 / FPS, "{audio:?}");
+}
