@@ -1,11 +1,6 @@
-// The player's render pass: a full-screen triangle (clipped to the
-// letterbox viewport) sampling the frame on screen, with the display
-// transform for scene-linear sources.
-
-struct Out {
-    @builtin(position) pos: vec4<f32>,
-    @location(0) uv: vec2<f32>,
-};
+// The player's render pass for RGBA frames (after fullscreen.wgsl):
+// sampling the frame on screen, with the display transform for
+// scene-linear sources.
 
 struct Params {
     // 2^exposure, applied before the transfer function.
@@ -25,15 +20,6 @@ override SCENE_LINEAR: bool = false;
 @group(0) @binding(0) var frame: texture_2d<f32>;
 @group(0) @binding(1) var frame_sampler: sampler;
 @group(0) @binding(2) var<uniform> params: Params;
-
-@vertex
-fn vs(@builtin(vertex_index) i: u32) -> Out {
-    let uv = vec2<f32>(f32((i << 1u) & 2u), f32(i & 2u));
-    var out: Out;
-    out.pos = vec4<f32>(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0, 0.0, 1.0);
-    out.uv = uv;
-    return out;
-}
 
 fn srgb(x: f32) -> f32 {
     if x <= 0.0031308 {

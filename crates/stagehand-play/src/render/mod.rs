@@ -104,7 +104,10 @@ impl Renderer {
         })?;
         let source = match yuv {
             Some(_) => yuv::shader(frame_format),
-            None => include_str!("display.wgsl"),
+            None => concat!(
+                include_str!("fullscreen.wgsl"),
+                include_str!("display.wgsl")
+            ),
         };
         let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("play display"),

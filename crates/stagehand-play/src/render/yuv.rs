@@ -10,9 +10,17 @@ pub(super) const PARAMS_BYTES: u64 = 8 * 16;
 /// normalised one; an integer one is read texel by texel.
 pub(super) fn shader(format: wgpu::TextureFormat) -> &'static str {
     if is_integer(format) {
-        include_str!("yuv.wgsl")
+        concat!(
+            include_str!("fullscreen.wgsl"),
+            include_str!("yuv.wgsl"),
+            include_str!("yuv_integer.wgsl")
+        )
     } else {
-        include_str!("yuv_filtered.wgsl")
+        concat!(
+            include_str!("fullscreen.wgsl"),
+            include_str!("yuv.wgsl"),
+            include_str!("yuv_filtered.wgsl")
+        )
     }
 }
 
