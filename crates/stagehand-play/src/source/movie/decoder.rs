@@ -7,9 +7,12 @@ use super::planes;
 use crate::source::{Frame, FrameInfo};
 use ffmpeg_next as ffmpeg;
 
-/// Frames ahead of the decoder that it decodes its way to rather than
-/// seeking, when no keyframe lies between.
-const RUN_AHEAD: usize = 48;
+/// Frames ahead of the decoder that it decodes its way to even when a
+/// keyframe lies between (a seek restarts the decoder's frame threads,
+/// which costs more than a frame or two); further ahead, it seeks to the
+/// last keyframe before the frame (for an intra-only codec, the frame
+/// itself).
+const RUN_AHEAD: usize = 2;
 
 /// An open demuxer and video decoder, and where they stand.
 pub(super) struct Decoder {
@@ -81,6 +84,7 @@ impl Decoder {
         let key = index.key_before(want);
         let forward = match &self.last {
             None => self.at_start && (key == 0 || want <= RUN_AHEAD),
+            // Forward when no keyframe lies between, or the frame is near.
             Some((i, _)) => *i < want && (key <= *i || want - *i <= RUN_AHEAD),
         };
         let mut sought = None;
