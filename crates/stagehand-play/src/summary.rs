@@ -186,6 +186,11 @@ pub struct AudioSummary {
     pub underruns: u64,
     /// What went wrong in the sound's decoder, if anything.
     pub error: Option<String>,
+    /// Times the sound moved to keep with the pictures (seeks, steps,
+    /// loops back to the start).
+    pub seeks: u64,
+    /// The second of the sound's source playing when playback ended.
+    pub source_end: Option<f64>,
 }
 
 /// One read-back: the render target and the frame texture on screen.

@@ -76,6 +76,21 @@ impl AudioSource {
     }
 }
 
+/// Pushes `samples` of silence in pieces (a long gap is paced by the sink,
+/// never held in memory at once); `false` once the ring is closed or the
+/// generation has changed.
+fn push_silence(ring: &Ring, mut samples: usize, generation: u64) -> bool {
+    let piece = [0.0f32; 4096];
+    while samples > 0 {
+        let n = samples.min(piece.len());
+        if !ring.push(&piece[..n], generation) {
+            return false;
+        }
+        samples -= n;
+    }
+    true
+}
+
 /// Decodes `source` from `from` seconds of its timeline (earlier samples
 /// are dropped; a time before its start is padded with silence) into
 /// `ring` at `rate` and `channels`, for `generation`, until the ring
@@ -118,6 +133,7 @@ pub(super) fn run(
     let mut frame = ffmpeg::frame::Audio::empty();
     let mut packet = ffmpeg::Packet::empty();
     let mut ended = false;
+    let mut invalid = 0;
     loop {
         match decoder.receive_frame(&mut frame) {
             Ok(()) => {
@@ -166,23 +182,21 @@ pub(super) fn run(
                 // before `from`, or pad with silence up to the frame. From
                 // then on every sample goes out, one after another.
                 let mut kept = &samples[..];
-                let mut pad = Vec::new();
                 if !placed {
                     let first = pts.unwrap_or(from);
-                    let frames =
-                        (((from - first).abs() / step).round() as usize) * usize::from(channels);
+                    // `as` saturates: a wild timestamp gives a long count,
+                    // never an overflow.
+                    let frames = (((from - first).abs() / step).round() as usize)
+                        .saturating_mul(usize::from(channels));
                     if first < from {
                         if frames >= samples.len() {
                             continue;
                         }
                         kept = &samples[frames..];
-                    } else {
-                        pad = vec![0.0; frames];
+                    } else if !push_silence(ring, frames, generation) {
+                        return Ok(());
                     }
                     placed = true;
-                }
-                if !ring.push(&pad, generation) {
-                    return Ok(());
                 }
                 if !ring.push(kept, generation) {
                     return Ok(());
@@ -208,7 +222,10 @@ pub(super) fn run(
                 // A damaged packet is left out: a moment of silence.
                 let _ = decoder.send_packet(&packet);
             }
-            Ok(()) | Err(ffmpeg::Error::InvalidData) => {}
+            Ok(()) => invalid = 0,
+            // Bad packets: the demuxer resyncs past a few; a stream of
+            // nothing else is the end.
+            Err(ffmpeg::Error::InvalidData) if invalid < super::MAX_INVALID_PACKETS => invalid += 1,
             Err(_) => {
                 ended = true;
                 let _ = decoder.send_eof();

@@ -30,6 +30,8 @@ struct DeviceShared {
     frozen: Mutex<f64>,
     stop: AtomicBool,
     underruns: AtomicU64,
+    /// The device reported an error: its clock is not followed any more.
+    failed: AtomicBool,
 }
 
 impl DeviceShared {
@@ -70,6 +72,7 @@ impl DeviceSink {
             frozen: Mutex::new(0.0),
             stop: AtomicBool::new(false),
             underruns: AtomicU64::new(0),
+            failed: AtomicBool::new(false),
         });
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let s = Arc::clone(&shared);
@@ -136,15 +139,20 @@ fn open(
                     data.fill(0.0);
                     return;
                 }
-                let missing = ring.pop_into(data);
-                s.underruns
-                    .fetch_add((missing / usize::from(channels)) as u64, Relaxed);
+                let missing = (ring.pop_into(data) / usize::from(channels)) as u64;
+                s.underruns.fetch_add(missing, Relaxed);
                 let ts = info.timestamp();
                 let latency = ts.playback.saturating_duration_since(ts.callback);
-                let before = s.written.fetch_add(frames, Relaxed);
-                *s.last.lock() = Some((before, Instant::now() + latency, frames));
+                // Silence for missing frames is not sound played: the clock
+                // waits for the sound.
+                let sound = frames.saturating_sub(missing);
+                let before = s.written.fetch_add(sound, Relaxed);
+                *s.last.lock() = Some((before, Instant::now() + latency, sound));
             },
-            |_| {},
+            {
+                let s = Arc::clone(shared);
+                move |_| s.failed.store(true, Relaxed)
+            },
             None,
         )
         .map_err(|e| format!("the sound device will not open: {e}"))?;
@@ -177,8 +185,17 @@ impl Sink for DeviceSink {
         self.shared.underruns.load(Relaxed)
     }
 
+    fn keeps_time(&self) -> bool {
+        !self.shared.failed.load(Relaxed)
+    }
+
     fn describe(&self) -> String {
-        format!("{} at {} Hz", self.name, self.shared.rate)
+        let failed = if self.keeps_time() {
+            ""
+        } else {
+            " (failed; the player's own clock took over)"
+        };
+        format!("{} at {} Hz{failed}", self.name, self.shared.rate)
     }
 }
 

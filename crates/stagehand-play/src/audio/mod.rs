@@ -34,6 +34,10 @@ use std::sync::{Arc, OnceLock};
 #[cfg(feature = "video")]
 use std::thread::JoinHandle;
 
+/// Bad packets in a row after which a demuxer is taken as stuck and its
+/// stream as ended (FFmpeg resyncs past a few).
+pub const MAX_INVALID_PACKETS: u32 = 1000;
+
 /// Largest `--audio-offset`, either way, in milliseconds.
 pub const MAX_OFFSET_MS: f64 = 60_000.0;
 
@@ -95,13 +99,26 @@ impl AudioOptions {
 #[cfg(feature = "video")]
 pub(crate) struct Audio {
     source: AudioSource,
-    /// Seconds of the source's timeline at play time 0.
+    /// Seconds of the source's timeline where playback starts.
     origin: f64,
+    /// The source's second that goes with position 0 of the pictures.
+    zero: f64,
+    /// Seconds from one position of the pictures to the next.
+    period: f64,
     out: AudioOut,
     ring: Arc<Ring>,
     playing: OnceLock<Playing>,
     /// What went wrong in the decoder, if anything.
     error: Arc<Mutex<Option<String>>>,
+    seeks: std::sync::atomic::AtomicU64,
+}
+
+#[cfg(feature = "video")]
+#[derive(Clone, Copy)]
+struct Segment {
+    play: f64,
+    frames: f64,
+    source: f64,
 }
 
 #[cfg(feature = "video")]
@@ -109,25 +126,29 @@ struct Playing {
     sink: Box<dyn Sink>,
     rate: u32,
     channels: u16,
-    /// Play time and the sink's frames where the current stretch began
-    /// (the start, or the last seek).
-    segment: Mutex<(f64, f64)>,
+    /// Where the current stretch began (the start, or the last seek):
+    /// play time, the sink's frames, and the source's seconds.
+    segment: Mutex<Segment>,
     decoder: Mutex<Option<JoinHandle<()>>>,
 }
 
 #[cfg(feature = "video")]
 impl Audio {
-    /// Sound from `source`, whose timeline second `origin` plays at play
-    /// time 0.
-    pub fn new(source: AudioSource, origin: f64, out: AudioOut) -> Self {
+    /// Sound from `source`, whose second `zero` goes with position 0 of
+    /// the pictures (positions `period` seconds apart); playback starts at
+    /// position `start`.
+    pub fn new(source: AudioSource, zero: f64, period: f64, start: usize, out: AudioOut) -> Self {
         Self {
             source,
-            origin,
+            origin: zero + start as f64 * period,
+            zero,
+            period,
             out,
             // Two seconds of stereo at 48 kHz.
             ring: Arc::new(Ring::new(2 * 2 * 48_000)),
             playing: OnceLock::new(),
             error: Arc::new(Mutex::new(None)),
+            seeks: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -139,7 +160,11 @@ impl Audio {
                 sink,
                 rate,
                 channels,
-                segment: Mutex::new((0.0, 0.0)),
+                segment: Mutex::new(Segment {
+                    play: 0.0,
+                    frames: 0.0,
+                    source: self.origin,
+                }),
                 decoder: Mutex::new(None),
             };
             self.decode_from(&playing, self.origin, self.ring.generation());
@@ -192,11 +217,21 @@ impl Audio {
     }
 
     /// Play time now, in seconds, as the sink has played it; `None`
-    /// before [`start`](Self::start).
+    /// before [`start`](Self::start), or where no sink keeps time.
     pub fn now(&self) -> Option<f64> {
         let p = self.playing.get()?;
-        let (play, frames) = *p.segment.lock();
-        Some(play + (p.sink.played() - frames).max(0.0) / f64::from(p.rate))
+        if !p.sink.keeps_time() {
+            return None;
+        }
+        let seg = *p.segment.lock();
+        Some(seg.play + (p.sink.played() - seg.frames).max(0.0) / f64::from(p.rate))
+    }
+
+    /// The source's second playing now.
+    pub fn source_now(&self) -> Option<f64> {
+        let p = self.playing.get()?;
+        let seg = *p.segment.lock();
+        Some(seg.source + (p.sink.played() - seg.frames).max(0.0) / f64::from(p.rate))
     }
 
     pub fn pause(&self) {
@@ -205,20 +240,66 @@ impl Audio {
         }
     }
 
+    /// Resumes, and decodes again from where the clock stands: what a
+    /// device had buffered played out while paused.
     pub fn resume(&self) {
-        if let Some(p) = self.playing.get() {
-            p.sink.resume();
+        let Some(p) = self.playing.get() else {
+            return;
+        };
+        let source = self.source_now();
+        p.sink.resume();
+        if let Some(source) = source {
+            self.seek_source(source);
         }
     }
 
-    /// Moves the sound to play time `t` (a seek).
-    pub fn seek(&self, t: f64) {
+    /// Play time is `t` from now on; the sound plays on from where it is.
+    pub fn set_play_time(&self, t: f64) {
+        if let Some(p) = self.playing.get() {
+            let mut seg = p.segment.lock();
+            let played = p.sink.played();
+            seg.source += (played - seg.frames).max(0.0) / f64::from(p.rate);
+            seg.frames = played;
+            seg.play = t;
+        }
+    }
+
+    /// Plays the source from its second `source` on, at the play time now
+    /// (a seek, a step, a loop back).
+    pub fn seek_source(&self, source: f64) {
         let Some(p) = self.playing.get() else {
             return;
         };
         let generation = self.ring.clear();
-        *p.segment.lock() = (t, p.sink.played());
-        self.decode_from(p, self.origin + t, generation);
+        {
+            let mut seg = p.segment.lock();
+            let played = p.sink.played();
+            seg.play += (played - seg.frames).max(0.0) / f64::from(p.rate);
+            seg.frames = played;
+            seg.source = source;
+        }
+        self.seeks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.decode_from(p, source, generation);
+    }
+
+    /// Keeps the sound with the pictures: position `pos` is on screen,
+    /// `late` seconds after its time. Where the sound is more than a frame
+    /// and a half from that frame's sound (after a seek, a step, a loop
+    /// back to the start), it moves there.
+    pub fn follow(&self, pos: usize, late: f64) {
+        let Some(now) = self.source_now() else {
+            return;
+        };
+        let want = self.zero + pos as f64 * self.period + late;
+        if (now - want).abs() > 1.5 * self.period {
+            self.seek_source(want);
+        }
+    }
+
+    /// Times the sound was moved to another place in its source.
+    pub fn seeks(&self) -> u64 {
+        self.seeks.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// What played, for the summary.
@@ -257,6 +338,9 @@ struct Silent;
 impl Sink for Silent {
     fn played(&self) -> f64 {
         0.0
+    }
+    fn keeps_time(&self) -> bool {
+        false
     }
     fn pause(&self) {}
     fn resume(&self) {}

@@ -19,8 +19,14 @@ pub(crate) trait Sink: Send + Sync {
     /// Stops playing (the clock stands still) until `resume`.
     fn pause(&self);
     fn resume(&self);
-    /// Frames the ring could not supply in time (played as silence).
+    /// Frames the ring could not supply in time (played as silence, and
+    /// not counted as played: the clock waits for the sound).
     fn underruns(&self) -> u64;
+    /// Whether `played` is a clock to follow: `false` once a device has
+    /// failed (the player falls back to its own clock).
+    fn keeps_time(&self) -> bool {
+        true
+    }
     /// What it is, for the summary.
     fn describe(&self) -> String;
 }
@@ -41,10 +47,16 @@ struct NullShared {
 }
 
 impl NullShared {
-    fn played(&self) -> f64 {
+    /// Frames of real time the sink has run.
+    fn ran(&self) -> f64 {
         let (since, before) = *self.clock.lock();
         let run = before + since.map_or(Duration::ZERO, |s| s.elapsed());
         run.as_secs_f64() * self.rate
+    }
+
+    /// Frames of sound played: real time less the silence of underruns.
+    fn played(&self) -> f64 {
+        (self.ran() - self.underruns.load(Relaxed) as f64).max(0.0)
     }
 }
 
@@ -67,7 +79,7 @@ impl NullSink {
                 let mut taken = 0u64;
                 let mut buffer = Vec::new();
                 while !s.stop.load(Relaxed) {
-                    let due = s.played() as u64;
+                    let due = s.ran() as u64;
                     if due > taken {
                         let frames = (due - taken) as usize;
                         buffer.resize(frames * usize::from(channels), 0.0);

@@ -122,9 +122,11 @@ impl Clock {
         let mut state = self.state.lock();
         let wall = state.paused_at.unwrap_or_else(Instant::now) - start;
         state.behind = wall.as_nanos() as i128 - t.as_nanos() as i128;
+        // The sound's play time follows; where in its source it plays is
+        // the render loop's to put right (it knows the frame shown).
         #[cfg(feature = "video")]
         if let Some(audio) = self.audio.get() {
-            audio.seek(t.as_secs_f64());
+            audio.set_play_time(t.as_secs_f64());
         }
     }
 }

@@ -130,6 +130,16 @@ impl Shared {
         self.period.mul_f64(tick as f64)
     }
 
+    /// Keeps the sound with position `pos`, on screen `late` seconds
+    /// after its time (see `Audio::follow`).
+    fn follow_sound(&self, pos: usize, late: f64) {
+        #[cfg(feature = "video")]
+        if let Some(audio) = self.clock.audio.get() {
+            audio.follow(pos, late);
+        }
+        let _ = (pos, late);
+    }
+
     /// Whether sound keeps play time.
     fn has_audio_clock(&self) -> bool {
         #[cfg(feature = "video")]
@@ -308,7 +318,13 @@ impl RunAudio {
         let (source, sink, underruns, error) = self.audio.describe();
         #[cfg(not(feature = "video"))]
         let (source, sink, underruns, error) = (String::new(), String::new(), 0, None);
+        #[cfg(feature = "video")]
+        let (seeks, source_end) = (self.audio.seeks(), self.audio.source_now());
+        #[cfg(not(feature = "video"))]
+        let (seeks, source_end) = (0, None);
         crate::AudioSummary {
+            seeks,
+            source_end,
             source,
             sink: self.not_played.unwrap_or(sink),
             played: self.played,
@@ -328,7 +344,9 @@ impl RunAudio {
 fn open_audio(options: &PlayOptions, opened: &Opened) -> Result<Option<RunAudio>, PlayError> {
     use crate::audio::{Audio, AudioOut, AudioSource};
     let (path, base) = match (&options.audio.file, &opened.movie_start) {
-        (Some(file), _) => (file.clone(), 0.0),
+        // A sound file starts with the pictures, wherever its own
+        // timeline starts.
+        (Some(file), _) => (file.clone(), f64::NAN),
         (None, Some(start)) => match &options.source {
             Some(movie) => (movie.clone(), *start),
             None => return Ok(None),
@@ -345,8 +363,10 @@ fn open_audio(options: &PlayOptions, opened: &Opened) -> Result<Option<RunAudio>
             Ok(None)
         };
     };
-    // Play time 0 shows the start position; the offset moves sound later.
-    let origin = base + opened.start as f64 / options.fps - options.audio.offset_ms / 1e3;
+    let base = if base.is_nan() { source.start } else { base };
+    // Position 0 goes with the sound's `base`; the offset moves sound
+    // later (its earlier seconds play with each picture).
+    let zero = base - options.audio.offset_ms / 1e3;
     let out = if options.audio.mute {
         AudioOut::Null
     } else {
@@ -354,7 +374,7 @@ fn open_audio(options: &PlayOptions, opened: &Opened) -> Result<Option<RunAudio>
     };
     let played = options.mode == crate::Mode::Realtime;
     Ok(Some(RunAudio {
-        audio: Arc::new(Audio::new(source, origin, out)),
+        audio: Arc::new(Audio::new(source, zero, 1.0 / options.fps, opened.start, out)),
         played,
         not_played: (!played).then(|| {
             "not played: every-frame mode waits for frames, so sound would drift (use --mode realtime)".into()

@@ -186,8 +186,9 @@ impl Run<'_> {
             self.tick(gpu, renderer, output, tick, t, from_tier, options, true)?;
             if is_frame && shared.has_audio_clock() {
                 let now = shared.clock.now().unwrap_or_default();
-                self.drift
-                    .push((now.as_secs_f64() - shared.pts(tick).as_secs_f64()) * 1e3);
+                let late = now.as_secs_f64() - shared.pts(tick).as_secs_f64();
+                self.drift.push(late * 1e3);
+                shared.follow_sound(pos, late);
             }
             tick += 1;
             self.sample(gpu, engine, &shared);

@@ -33,8 +33,14 @@ pub(super) struct Decoder {
 }
 
 impl Decoder {
-    /// Opens `path`'s stream `stream` with decoder threads on.
-    pub fn open(path: &std::path::Path, stream: usize) -> Result<Self, String> {
+    /// Opens `path`'s stream `stream` with decoder threads on; every
+    /// frame must be `info`'s size and format, when known (the movie's
+    /// first frame), else the first this decoder gives.
+    pub fn open(
+        path: &std::path::Path,
+        stream: usize,
+        info: Option<FrameInfo>,
+    ) -> Result<Self, String> {
         let input = ffmpeg::format::input(path).map_err(|e| e.to_string())?;
         let parameters = input
             .stream(stream)
@@ -57,7 +63,7 @@ impl Decoder {
             input,
             video,
             stream,
-            info: None,
+            info,
             last: None,
             drained: false,
             at_start: true,
@@ -154,10 +160,16 @@ impl Decoder {
     /// Sends the decoder the next packet of the stream, or the end.
     fn feed(&mut self) -> Result<(), String> {
         let mut packet = ffmpeg::Packet::empty();
+        let mut invalid = 0;
         loop {
             match packet.read(&mut self.input) {
                 Ok(()) if packet.stream() == self.stream => break,
-                Ok(()) | Err(ffmpeg::Error::InvalidData) => continue,
+                Ok(()) => invalid = 0,
+                // Bad packets: a few are resynced past; a stream of
+                // nothing else is the end.
+                Err(ffmpeg::Error::InvalidData) if invalid < crate::audio::MAX_INVALID_PACKETS => {
+                    invalid += 1
+                }
                 Err(_) => {
                     // The end, or damage: what the decoder holds still
                     // comes out.

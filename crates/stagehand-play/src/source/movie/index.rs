@@ -47,12 +47,17 @@ impl Index {
         let mut frames = Vec::new();
         let mut damage = None;
         let mut packet = ffmpeg::Packet::empty();
+        let mut invalid = 0;
         loop {
             match packet.read(input) {
-                Ok(()) => {}
+                Ok(()) => invalid = 0,
                 Err(ffmpeg::Error::Eof) => break,
-                // One bad packet: the demuxer can resync past it.
-                Err(ffmpeg::Error::InvalidData) => continue,
+                // A bad packet: the demuxer can resync past it (but not
+                // past a stream of nothing else).
+                Err(ffmpeg::Error::InvalidData) if invalid < crate::audio::MAX_INVALID_PACKETS => {
+                    invalid += 1;
+                    continue;
+                }
                 Err(e) => {
                     damage = Some(format!(
                         "reading stopped after {} frames: {e}",
@@ -124,7 +129,7 @@ impl Index {
 
     /// Seconds from the first frame to frame `i`.
     pub fn seconds(&self, i: usize) -> f64 {
-        (self.frames[i].pts - self.frames[0].pts) as f64 * self.time_base
+        (self.frames[i].pts as f64 - self.frames[0].pts as f64) * self.time_base
     }
 }
 
@@ -135,9 +140,15 @@ fn positions(frames: &[IndexedFrame], time_base: f64, rate: f64) -> Vec<u32> {
     let Some(first) = frames.first() else {
         return Vec::new();
     };
-    let seconds = |f: &IndexedFrame| (f.pts - first.pts) as f64 * time_base;
+    // In floating point: timestamps far apart must not overflow.
+    let seconds = |f: &IndexedFrame| (f.pts as f64 - first.pts as f64) * time_base;
     let last = seconds(&frames[frames.len() - 1]);
-    let cap = frames.len().saturating_mul(MAX_POSITIONS_PER_FRAME);
+    // Bounded before anything is allocated: a few positions per frame,
+    // and never more than a player runs.
+    let cap = frames
+        .len()
+        .saturating_mul(MAX_POSITIONS_PER_FRAME)
+        .min(crate::options::MAX_FRAMES as usize + 1);
     let count = ((last * rate).round().max(0.0) as usize + 1).min(cap);
     let mut out = Vec::with_capacity(count);
     let mut i = 0;

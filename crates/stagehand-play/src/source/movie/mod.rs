@@ -127,7 +127,7 @@ impl Movie {
                 index.positions.len()
             )));
         }
-        let mut decoder = Decoder::open(path, stream_index)
+        let mut decoder = Decoder::open(path, stream_index, None)
             .map_err(|reason| unsupported(format!("codec {codec_name}: {reason}")))?;
         let info = decoder.info(&index).map_err(|reason| {
             if reason.starts_with("pixel format") {
@@ -221,7 +221,8 @@ impl Frames for Movie {
             // FFmpeg's frame threads take the priority of the thread that
             // opens the decoder: open it again on the decode thread (which
             // runs below the render thread), not on the one that probed.
-            *decoder = (Decoder::open(&self.path, self.stream).map_err(error)?, here);
+            let reopened = Decoder::open(&self.path, self.stream, Some(self.info));
+            *decoder = (reopened.map_err(error)?, here);
         }
         decoder.0.frame(i as usize, &self.index).map_err(error)
     }
