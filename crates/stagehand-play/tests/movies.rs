@@ -41,16 +41,20 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn ffmpeg(args: &[&str]) {
-    let out = Command::new("ffmpeg")
+/// Runs `ffmpeg` with the arguments in `line` (split at spaces; none of
+/// ours holds one) writing `out`.
+fn ffmpeg(line: &str, out: &Path) {
+    let done = Command::new("ffmpeg")
         .args(["-v", "error", "-y"])
-        .args(args)
+        .args(line.split_whitespace())
+        .arg(out)
         .output()
         .expect("ffmpeg runs");
     assert!(
-        out.status.success(),
-        "ffmpeg {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+        done.status.success(),
+        "ffmpeg {line} {}: {}",
+        out.display(),
+        String::from_utf8_lossy(&done.stderr)
     );
 }
 
@@ -81,11 +85,10 @@ fn movie(
         "color=black:size={size}:rate={FPS},format={pix_fmt},{}",
         pattern(scale)
     );
-    let mut args = vec!["-f", "lavfi", "-i", &source, "-frames:v", "48"];
-    args.extend_from_slice(encode);
-    let out = path.to_str().unwrap().to_owned();
-    args.push(&out);
-    ffmpeg(&args);
+    ffmpeg(
+        &format!("-f lavfi -i {source} -frames:v 48 {}", encode.join(" ")),
+        &path,
+    );
     path
 }
 
@@ -394,15 +397,7 @@ fn a_movie_without_video_is_refused_as_unsupported() {
     }
     let dir = temp_dir("no-video");
     let path = dir.join("tone.mp4");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "sine=frequency=440:duration=1",
-        "-c:a",
-        "aac",
-        path.to_str().unwrap(),
-    ]);
+    ffmpeg("-f lavfi -i sine=frequency=440:duration=1 -c:a aac", &path);
     let err = run(&options(&path, (64, 64), vec![])).unwrap_err();
     assert!(matches!(err, PlayError::Unsupported { .. }), "{err}");
     assert!(err.to_string().contains("no video stream"), "{err}");
@@ -415,19 +410,10 @@ fn a_pixel_format_the_player_does_not_take_is_refused_before_playback() {
     }
     let dir = temp_dir("rgb");
     let path = dir.join("rgb.avi");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=64x48:rate=24",
-        "-frames:v",
-        "4",
-        "-c:v",
-        "rawvideo",
-        "-pix_fmt",
-        "rgb24",
-        path.to_str().unwrap(),
-    ]);
+    ffmpeg(
+        "-f lavfi -i testsrc2=size=64x48:rate=24 -frames:v 4 -c:v rawvideo -pix_fmt rgb24",
+        &path,
+    );
     let err = run(&options(&path, (64, 48), vec![])).unwrap_err();
     assert!(matches!(err, PlayError::Unsupported { .. }), "{err}");
     assert!(err.to_string().contains("pixel format"), "{err}");
@@ -487,28 +473,13 @@ fn clicking_movie(dir: &Path, seconds: u32) -> PathBuf {
         "color=black:size=128x96:rate={FPS},format=yuv420p,{}",
         pattern(1)
     );
-    let t = seconds.to_string();
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        &video,
-        "-f",
-        "lavfi",
-        "-i",
-        "aevalsrc='if(lt(mod(t\\,1)\\,0.005)\\,0.9\\,0)':s=48000",
-        "-t",
-        &t,
-        "-c:v",
-        "libx264",
-        "-qp",
-        "0",
-        "-g",
-        "24",
-        "-c:a",
-        "aac",
-        path.to_str().unwrap(),
-    ]);
+    let audio = "aevalsrc='if(lt(mod(t\\,1)\\,0.005)\\,0.9\\,0)':s=48000";
+    ffmpeg(
+        &format!(
+            "-f lavfi -i {video} -f lavfi -i {audio} -t {seconds} -c:v libx264 -qp 0 -g 24 -c:a aac"
+        ),
+        &path,
+    );
     path
 }
 
@@ -564,13 +535,7 @@ fn a_sound_file_plays_beside_a_movie_with_an_offset() {
     let tags = ["-c:v", "libx264", "-qp", "0"];
     let path = movie(&dir, "silent.mp4", "64x48", "yuv420p", 1, &tags);
     let wav = dir.join("tone.wav");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "sine=frequency=440:duration=3",
-        wav.to_str().unwrap(),
-    ]);
+    ffmpeg("-f lavfi -i sine=frequency=440:duration=3", &wav);
     let mut o = with_sound(&path, Some(24));
     o.audio.file = Some(wav);
     o.audio.offset_ms = -250.0;
@@ -684,17 +649,10 @@ fn a_sound_file_whose_timeline_starts_late_lines_up_with_the_first_picture() {
     let path = movie(&dir, "pictures.mp4", "64x48", "yuv420p", 1, &tags);
     // A broadcast-style file: its first sample is at 30000 s.
     let late = dir.join("late.mka");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "sine=frequency=440:duration=3",
-        "-output_ts_offset",
-        "30000",
-        "-c:a",
-        "flac",
-        late.to_str().unwrap(),
-    ]);
+    ffmpeg(
+        "-f lavfi -i sine=frequency=440:duration=3 -output_ts_offset 30000 -c:a flac",
+        &late,
+    );
     let mut o = with_sound(&path, Some(24));
     o.audio.file = Some(late);
     let audio = run(&o).unwrap().audio.expect("sound");
