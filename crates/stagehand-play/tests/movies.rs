@@ -70,23 +70,16 @@ fn pattern(scale: u32) -> String {
     )
 }
 
-/// A 2-second movie of `size` in `pix_fmt` through `codec` (more encoder
-/// arguments and tags after it).
-fn movie(
-    dir: &Path,
-    name: &str,
-    size: &str,
-    pix_fmt: &str,
-    scale: u32,
-    encode: &[&str],
-) -> PathBuf {
+/// A 2-second movie of `size` drawn in `pix_fmt`, encoded with the
+/// arguments in `encode` (codec, tags, an output pixel format).
+fn movie(dir: &Path, name: &str, size: &str, pix_fmt: &str, scale: u32, encode: &str) -> PathBuf {
     let path = dir.join(name);
     let source = format!(
         "color=black:size={size}:rate={FPS},format={pix_fmt},{}",
         pattern(scale)
     );
     ffmpeg(
-        &format!("-f lavfi -i {source} -frames:v 48 {}", encode.join(" ")),
+        &format!("-f lavfi -i {source} -frames:v 48 {encode}"),
         &path,
     );
     path
@@ -234,25 +227,8 @@ fn h264_420_8_bit_limited_range_bt709_draws_as_ffmpeg_converts_it() {
         return;
     }
     let dir = temp_dir("h264-709");
-    let tags = [
-        "-c:v",
-        "libx264",
-        "-qp",
-        "0",
-        "-g",
-        "12",
-        "-bf",
-        "2",
-        "-colorspace",
-        "bt709",
-        "-color_primaries",
-        "bt709",
-        "-color_trc",
-        "bt709",
-        "-color_range",
-        "tv",
-    ];
-    let path = movie(&dir, "bt709.mp4", "320x240", "yuv420p", 1, &tags);
+    let tags = "-c:v libx264 -qp 0 -g 12 -bf 2 -colorspace bt709 -color_primaries bt709 -color_trc bt709 -color_range tv";
+    let path = movie(&dir, "bt709.mp4", "320x240", "yuv420p", 1, tags);
     matches_ffmpeg(&path, (320, 240), &[0, 10, 37]);
 }
 
@@ -262,19 +238,8 @@ fn h264_420_8_bit_full_range_bt601_draws_as_ffmpeg_converts_it() {
         return;
     }
     let dir = temp_dir("h264-601-full");
-    let tags = [
-        "-c:v",
-        "libx264",
-        "-qp",
-        "0",
-        "-g",
-        "12",
-        "-colorspace",
-        "bt470bg",
-        "-color_range",
-        "pc",
-    ];
-    let path = movie(&dir, "full.mov", "320x240", "yuvj420p", 1, &tags);
+    let tags = "-c:v libx264 -qp 0 -g 12 -colorspace bt470bg -color_range pc";
+    let path = movie(&dir, "full.mov", "320x240", "yuvj420p", 1, tags);
     matches_ffmpeg(&path, (320, 240), &[3, 25]);
 }
 
@@ -284,17 +249,8 @@ fn prores_422_10_bit_draws_as_ffmpeg_converts_it() {
         return;
     }
     let dir = temp_dir("prores");
-    let tags = [
-        "-c:v",
-        "prores_ks",
-        "-profile:v",
-        "3",
-        "-colorspace",
-        "bt709",
-        "-color_range",
-        "tv",
-    ];
-    let path = movie(&dir, "hq.mov", "320x240", "yuv422p10le", 4, &tags);
+    let tags = "-c:v prores_ks -profile:v 3 -colorspace bt709 -color_range tv";
+    let path = movie(&dir, "hq.mov", "320x240", "yuv422p10le", 4, tags);
     matches_ffmpeg(&path, (320, 240), &[0, 20, 47]);
     // A device without 16-bit normalised textures gets the planes as
     // 16-bit integers, read texel by texel: the same picture.
@@ -308,12 +264,12 @@ fn ffv1_444_and_an_odd_sized_420_draw_as_ffmpeg_converts_them() {
         return;
     }
     let dir = temp_dir("ffv1");
-    let tags = ["-c:v", "ffv1", "-colorspace", "bt709", "-color_range", "tv"];
-    let path = movie(&dir, "444.mkv", "320x240", "yuv444p", 1, &tags);
+    let tags = "-c:v ffv1 -colorspace bt709 -color_range tv";
+    let path = movie(&dir, "444.mkv", "320x240", "yuv444p", 1, tags);
     matches_ffmpeg(&path, (320, 240), &[5]);
     // Drawn at 4:4:4 and subsampled on the way out: FFmpeg's sources
     // round 4:2:0 sizes down to even ones.
-    let odd = [&tags[..], &["-pix_fmt", "yuv420p"]].concat();
+    let odd = format!("{tags} -pix_fmt yuv420p");
     let path = movie(&dir, "odd.mkv", "321x241", "yuv444p", 1, &odd);
     matches_ffmpeg(&path, (321, 241), &[5]);
 }
@@ -332,8 +288,8 @@ fn every_frame_comes_out_once_in_timestamp_order() {
     }
     let dir = temp_dir("order");
     // B-frames: decode order differs from presentation order.
-    let tags = ["-c:v", "libx264", "-qp", "0", "-g", "12", "-bf", "3"];
-    let path = movie(&dir, "order.mp4", "128x96", "yuv420p", 1, &tags);
+    let tags = "-c:v libx264 -qp 0 -g 12 -bf 3";
+    let path = movie(&dir, "order.mp4", "128x96", "yuv420p", 1, tags);
     let summary = run(&options(&path, (128, 96), (0..FRAMES).collect())).unwrap();
     assert_eq!(summary.frames_in_range, FRAMES);
     assert_eq!(summary.frames.shown, FRAMES, "{summary:?}");
@@ -351,8 +307,8 @@ fn a_seek_lands_on_the_frame_asked_for_from_any_keyframe() {
         return;
     }
     let dir = temp_dir("seek");
-    let tags = ["-c:v", "libx264", "-qp", "0", "-g", "12", "-bf", "2"];
-    let path = movie(&dir, "seek.mkv", "128x96", "yuv420p", 1, &tags);
+    let tags = "-c:v libx264 -qp 0 -g 12 -bf 2";
+    let path = movie(&dir, "seek.mkv", "128x96", "yuv420p", 1, tags);
     for start in [0i64, 5, 12, 30, 47] {
         let mut o = options(&path, (128, 96), vec![0, 1]);
         o.seek = Some(start);
@@ -425,8 +381,8 @@ fn a_truncated_movie_plays_up_to_the_damage_and_says_where() {
         return;
     }
     let dir = temp_dir("truncated");
-    let tags = ["-c:v", "libx264", "-qp", "0", "-g", "12"];
-    let whole = movie(&dir, "whole.mkv", "128x96", "yuv420p", 1, &tags);
+    let tags = "-c:v libx264 -qp 0 -g 12";
+    let whole = movie(&dir, "whole.mkv", "128x96", "yuv420p", 1, tags);
     let bytes = std::fs::read(&whole).unwrap();
     let path = dir.join("cut.mkv");
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
@@ -451,8 +407,8 @@ fn format_and_range_options_meant_for_sequences_are_refused_for_movies() {
         return;
     }
     let dir = temp_dir("options");
-    let tags = ["-c:v", "libx264", "-qp", "0"];
-    let path = movie(&dir, "m.mp4", "64x48", "yuv420p", 1, &tags);
+    let tags = "-c:v libx264 -qp 0";
+    let path = movie(&dir, "m.mp4", "64x48", "yuv420p", 1, tags);
     let mut o = options(&path, (64, 48), vec![]);
     o.format = stagehand_play::FormatChoice::Rgba16f;
     let err = run(&o).unwrap_err();
@@ -532,8 +488,8 @@ fn a_sound_file_plays_beside_a_movie_with_an_offset() {
         return;
     }
     let dir = temp_dir("audio-file");
-    let tags = ["-c:v", "libx264", "-qp", "0"];
-    let path = movie(&dir, "silent.mp4", "64x48", "yuv420p", 1, &tags);
+    let tags = "-c:v libx264 -qp 0";
+    let path = movie(&dir, "silent.mp4", "64x48", "yuv420p", 1, tags);
     let wav = dir.join("tone.wav");
     ffmpeg("-f lavfi -i sine=frequency=440:duration=3", &wav);
     let mut o = with_sound(&path, Some(24));
@@ -556,8 +512,8 @@ fn bad_sound_options_are_refused_before_playback() {
         return;
     }
     let dir = temp_dir("bad-sound");
-    let tags = ["-c:v", "libx264", "-qp", "0"];
-    let path = movie(&dir, "m.mp4", "64x48", "yuv420p", 1, &tags);
+    let tags = "-c:v libx264 -qp 0";
+    let path = movie(&dir, "m.mp4", "64x48", "yuv420p", 1, tags);
     // An unreadable file.
     let mut o = with_sound(&path, Some(2));
     o.audio.file = Some(dir.join("missing.wav"));
@@ -645,8 +601,8 @@ fn a_sound_file_whose_timeline_starts_late_lines_up_with_the_first_picture() {
         return;
     }
     let dir = temp_dir("late-sound");
-    let tags = ["-c:v", "libx264", "-qp", "0"];
-    let path = movie(&dir, "pictures.mp4", "64x48", "yuv420p", 1, &tags);
+    let tags = "-c:v libx264 -qp 0";
+    let path = movie(&dir, "pictures.mp4", "64x48", "yuv420p", 1, tags);
     // A broadcast-style file: its first sample is at 30000 s.
     let late = dir.join("late.mka");
     ffmpeg(
