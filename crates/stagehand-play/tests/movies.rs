@@ -618,3 +618,17 @@ fn a_sound_file_whose_timeline_starts_late_lines_up_with_the_first_picture() {
         "the sound ended at {end} s: {audio:?}"
     );
 }
+
+#[test]
+fn a_movie_shown_at_another_rate_plays_no_sound_and_says_why() {
+    if !has_ffmpeg("off rate") {
+        return;
+    }
+    let dir = temp_dir("off-rate");
+    let path = clicking_movie(&dir, 1);
+    let mut o = with_sound(&path, Some(12));
+    o.fps = 30.0;
+    let audio = run(&o).unwrap().audio.expect("sound found");
+    assert!(!audio.played, "{audio:?}");
+    assert!(audio.sink.contains("--fps 30"), "{audio:?}");
+}

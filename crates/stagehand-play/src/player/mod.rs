@@ -372,13 +372,33 @@ fn open_audio(options: &PlayOptions, opened: &Opened) -> Result<Option<RunAudio>
     } else {
         options.audio.out
     };
-    let played = options.mode == crate::Mode::Realtime;
+    // A movie's pictures shown at another rate than its own cannot keep
+    // with its sound, which plays at its own speed.
+    let off_rate = match (options.audio.file.is_none(), opened.movie_rate) {
+        (true, Some(rate)) if (rate - options.fps).abs() > rate * 1e-4 => Some(rate),
+        _ => None,
+    };
+    let realtime = options.mode == crate::Mode::Realtime;
+    let not_played = match off_rate {
+        Some(rate) => Some(format!(
+            "not played: --fps {} is not the movie's {rate:.3} fps, so pictures and sound would part",
+            options.fps
+        )),
+        None if !realtime => Some(
+            "not played: every-frame mode waits for frames, so sound would drift (use --mode realtime)".into(),
+        ),
+        None => None,
+    };
     Ok(Some(RunAudio {
-        audio: Arc::new(Audio::new(source, zero, 1.0 / options.fps, opened.start, out)),
-        played,
-        not_played: (!played).then(|| {
-            "not played: every-frame mode waits for frames, so sound would drift (use --mode realtime)".into()
-        }),
+        audio: Arc::new(Audio::new(
+            source,
+            zero,
+            1.0 / options.fps,
+            opened.start,
+            out,
+        )),
+        played: not_played.is_none(),
+        not_played,
     }))
 }
 
@@ -585,6 +605,9 @@ struct Opened {
     /// its sound lines up).
     #[cfg_attr(not(feature = "video"), allow(dead_code))]
     movie_start: Option<f64>,
+    /// For a movie, its frame rate (its positions are ticks of it).
+    #[cfg_attr(not(feature = "video"), allow(dead_code))]
+    movie_rate: Option<f64>,
 }
 
 /// Opens the sequence (reading every frame's header, so a frame of
@@ -633,6 +656,7 @@ fn open_movie(
     let total = ticks_to_run(options, len as u64, start as u64, windowed);
     let cache = frame_cache(options, len, HashSet::new(), info.bytes());
     let movie_start = Some(movie.start_seconds());
+    let movie_rate = Some(movie.rate());
     let warnings = movie
         .damage()
         .map(|d| {
@@ -656,6 +680,7 @@ fn open_movie(
         total,
         warnings,
         movie_start,
+        movie_rate,
     })
 }
 
@@ -726,6 +751,7 @@ fn open_synthetic(
         total: ticks_to_run(options, len, start as u64, windowed),
         warnings: Vec::new(),
         movie_start: None,
+        movie_rate: None,
     })
 }
 
@@ -764,6 +790,7 @@ fn open_sequence(
         total,
         warnings: Vec::new(),
         movie_start: None,
+        movie_rate: None,
     })
 }
 
