@@ -1,7 +1,7 @@
 // A full-screen triangle, clipped to the letterbox viewport, with texture
 // coordinates from 0 to 1 across the picture: the vertex stage every
 // picture shader of the player starts with (the render pass prepends this
-// file to display.wgsl and to yuv.wgsl).
+// file to display.wgsl, yuv.wgsl and overlay.wgsl).
 
 struct Out {
     @builtin(position) pos: vec4<f32>,

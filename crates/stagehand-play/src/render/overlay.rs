@@ -152,7 +152,13 @@ impl Overlay {
         let device = gpu.device();
         let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("overlay"),
-            source: wgpu::ShaderSource::Wgsl(include_str!("overlay.wgsl").into()),
+            source: wgpu::ShaderSource::Wgsl(
+                concat!(
+                    include_str!("fullscreen.wgsl"),
+                    include_str!("overlay.wgsl")
+                )
+                .into(),
+            ),
         })?;
         let bar_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("overlay bar"),

@@ -1,11 +1,8 @@
 // The window's overlay, drawn over the picture: the timeline strip (its
 // cache cells, then the playhead) and the heads-up display's text box.
 // Every colour is written as it is: the target is never an sRGB format.
-
-struct Out {
-    @builtin(position) pos: vec4<f32>,
-    @location(0) uv: vec2<f32>,
-};
+// Follows fullscreen.wgsl (its `Out` and vertex stage: a triangle covering
+// each draw's viewport, uv 0..1 across it).
 
 struct Bar {
     // A colour per cell code (overlay.rs `Cell::code`): 0 empty, which is
@@ -36,16 +33,6 @@ override BOX_ALPHA: f32;
 // Binding 2, not 0: one module declares both layouts' resources, and no
 // two may share a binding.
 @group(0) @binding(2) var text: texture_2d<f32>;
-
-// A triangle covering the viewport; uv runs 0..1 across it, top-left first.
-@vertex
-fn vs(@builtin(vertex_index) i: u32) -> Out {
-    let uv = vec2<f32>(f32((i << 1u) & 2u), f32(i & 2u));
-    var out: Out;
-    out.pos = vec4<f32>(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0, 0.0, 1.0);
-    out.uv = uv;
-    return out;
-}
 
 // The strip, its viewport exactly the strip: the cell under each column,
 // in the band of rows; background elsewhere.
