@@ -229,7 +229,7 @@ impl PlayArgs {
 
     /// Frames to play: `--frames`, or `--seconds` at `--fps` rounded up;
     /// a duration that is not positive and finite is refused.
-    fn frames(&self, windowed: bool) -> Result<Option<u64>, PlayError> {
+    fn frames(&self, windowed: bool, fps: f64) -> Result<Option<u64>, PlayError> {
         if self.looped && !windowed && self.seconds.is_none() && self.frames.is_none() {
             return Err(PlayError::InvalidOption(
                 "--loop needs --seconds or --frames: playback without a window has to end".into(),
@@ -238,22 +238,22 @@ impl PlayArgs {
         let Some(s) = self.seconds else {
             return Ok(self.frames);
         };
-        let max = stagehand_play::options::MAX_FRAMES as f64 / self.rate().max(0.1);
+        let max = stagehand_play::options::MAX_FRAMES as f64 / fps.max(0.1);
         if !(s.is_finite() && s > 0.0 && s <= max) {
             return Err(PlayError::InvalidOption(format!(
                 "--seconds {s}: must be above 0 and at most {max:.0} at {} fps",
-                self.rate()
+                fps
             )));
         }
-        Ok(Some((s * self.rate()).ceil().max(1.0) as u64))
+        Ok(Some((s * fps).ceil().max(1.0) as u64))
     }
 
     /// Synthetic frames play 5 seconds unless told otherwise; the count
     /// is known now, so `--save-frame` past it is refused before playback.
     /// `None` for a sequence, or a rate `validate` refuses.
-    fn synthetic_frames(&self) -> Option<u64> {
-        let valid = self.rate().is_finite() && self.rate() > 0.0;
-        (self.source.is_none() && valid).then(|| (self.rate() * 5.0).ceil() as u64)
+    fn synthetic_frames(&self, fps: f64) -> Option<u64> {
+        let valid = fps.is_finite() && fps > 0.0;
+        (self.source.is_none() && valid).then(|| (fps * 5.0).ceil() as u64)
     }
 
     /// The player's options, checked, and the `--save-frame` tick.
@@ -265,13 +265,17 @@ impl PlayArgs {
             ),
             None => None,
         };
+        // A movie's header is read once for its rate.
+        let fps = self.rate();
         let options = PlayOptions {
             source: self.source.clone(),
             range: self.range,
-            fps: self.rate(),
+            fps,
             size: self.size,
             output_size: self.output_size,
-            frames: self.frames(windowed)?.or_else(|| self.synthetic_frames()),
+            frames: self
+                .frames(windowed, fps)?
+                .or_else(|| self.synthetic_frames(fps)),
             threads: self.threads,
             staging_buffers: self.staging_buffers,
             depth: self.depth,
