@@ -274,6 +274,74 @@ fn ffv1_444_and_an_odd_sized_420_draw_as_ffmpeg_converts_them() {
     matches_ffmpeg(&path, (321, 241), &[5]);
 }
 
+/// Whether this FFmpeg has the encoder `name`; says SKIPPED if not.
+fn has_encoder(test: &str, name: &str) -> bool {
+    if !has_ffmpeg(test) {
+        return false;
+    }
+    let listed = Command::new("ffmpeg")
+        .args(["-hide_banner", "-encoders"])
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .any(|w| w == name)
+        });
+    if !listed {
+        eprintln!("SKIPPED {test}: this ffmpeg has no {name} encoder");
+    }
+    listed
+}
+
+// The reference is FFmpeg's own decode of the same stream, so the
+// comparison measures the player's conversion, not the codec; lossless
+// where the codec has it, so the blocks stay flat (the comparison holds
+// inside flat areas, where the two chroma filters agree).
+
+#[test]
+fn hevc_420_8_bit_draws_as_ffmpeg_converts_it() {
+    if !has_encoder("hevc", "libx265") {
+        return;
+    }
+    let dir = temp_dir("hevc");
+    let tags = "-c:v libx265 -x265-params log-level=none:keyint=12:lossless=1 -tag:v hvc1 -colorspace bt709 -color_range tv";
+    let path = movie(&dir, "hevc.mp4", "320x240", "yuv420p", 1, tags);
+    matches_ffmpeg(&path, (320, 240), &[0, 13, 47]);
+}
+
+#[test]
+fn vp9_420_8_bit_draws_as_ffmpeg_converts_it() {
+    if !has_encoder("vp9", "libvpx-vp9") {
+        return;
+    }
+    let dir = temp_dir("vp9");
+    let tags = "-c:v libvpx-vp9 -lossless 1 -deadline realtime -cpu-used 8 -g 12 -colorspace bt709 -color_range tv";
+    let path = movie(&dir, "vp9.webm", "320x240", "yuv420p", 1, tags);
+    matches_ffmpeg(&path, (320, 240), &[0, 13, 47]);
+}
+
+#[test]
+fn av1_420_8_bit_draws_as_ffmpeg_converts_it() {
+    if !has_encoder("av1", "libaom-av1") {
+        return;
+    }
+    let dir = temp_dir("av1");
+    let tags = "-c:v libaom-av1 -aom-params lossless=1 -cpu-used 8 -g 12 -colorspace bt709 -color_range tv";
+    let path = movie(&dir, "av1.mkv", "320x240", "yuv420p", 1, tags);
+    matches_ffmpeg(&path, (320, 240), &[0, 13, 47]);
+}
+
+#[test]
+fn dnxhr_hq_422_8_bit_draws_as_ffmpeg_converts_it() {
+    if !has_encoder("dnxhr", "dnxhd") {
+        return;
+    }
+    let dir = temp_dir("dnxhr");
+    let tags = "-c:v dnxhd -profile:v dnxhr_hq -colorspace bt709 -color_range tv";
+    let path = movie(&dir, "dnxhr.mov", "320x240", "yuv422p", 1, tags);
+    matches_ffmpeg(&path, (320, 240), &[0, 13, 47]);
+}
+
 /// The frame number a drawn picture carries in its strip.
 fn frame_number(rgba: &[u8], w: u32) -> u64 {
     // Limited range: code 16 + 4n is grey (4n / 219) * 255.
@@ -323,6 +391,63 @@ fn a_seek_lands_on_the_frame_asked_for_from_any_keyframe() {
         let want: Vec<u64> = (start as u64..).take(got.len()).collect();
         assert_eq!(got, want, "--seek {start}");
     }
+}
+
+#[test]
+fn an_intra_only_movie_lands_on_the_frame_asked_for_near_and_far() {
+    if !has_ffmpeg("intra seek") {
+        return;
+    }
+    let dir = temp_dir("intra-seek");
+    // Every frame a keyframe: frames on the way are not even decoded.
+    let tags = "-c:v prores_ks -profile:v 3";
+    let path = movie(&dir, "intra.mov", "128x96", "yuv422p10le", 4, tags);
+    for start in [0i64, 2, 5, 30, 47] {
+        let mut o = options(&path, (128, 96), vec![0, 1]);
+        o.seek = Some(start);
+        o.frames = Some(2.min(FRAMES - start as u64));
+        o.save_ticks.truncate(o.frames.unwrap() as usize);
+        let summary = run(&o).unwrap();
+        let got: Vec<u64> = summary
+            .saved
+            .iter()
+            .map(|s| frame_number(&s.rgba, 128))
+            .collect();
+        let want: Vec<u64> = (start as u64..).take(got.len()).collect();
+        assert_eq!(got, want, "--seek {start}");
+    }
+}
+
+#[test]
+fn a_variable_rate_movie_shows_each_frame_for_as_long_as_its_timestamps_say() {
+    if !has_ffmpeg("vfr") {
+        return;
+    }
+    let dir = temp_dir("vfr");
+    let path = dir.join("vfr.mp4");
+    // 24 frames: the first 12 two ticks of 24 fps each, the rest one.
+    // Its average rate is 16 fps; its base rate, 24, shows every frame.
+    let source = format!(
+        "color=black:size=128x96:rate={FPS},format=yuv420p,{},setpts='if(lt(N,12),2*N,N+12)/(24*TB)'",
+        pattern(1)
+    );
+    ffmpeg(
+        &format!("-f lavfi -i {source} -frames:v 24 -fps_mode vfr -c:v libx264 -qp 0 -bf 2"),
+        &path,
+    );
+    assert_eq!(stagehand_play::source::nominal_rate(&path), Some(24.0));
+    let ticks = 36;
+    let summary = run(&options(&path, (128, 96), (0..ticks).collect())).unwrap();
+    assert_eq!(summary.frames_in_range, ticks, "{summary:?}");
+    let got: Vec<u64> = summary
+        .saved
+        .iter()
+        .map(|s| frame_number(&s.rgba, 128))
+        .collect();
+    let want: Vec<u64> = (0..ticks)
+        .map(|t| if t < 24 { t / 2 } else { t - 12 })
+        .collect();
+    assert_eq!(got, want);
 }
 
 #[test]

@@ -14,6 +14,11 @@ use ffmpeg_next as ffmpeg;
 /// itself).
 const RUN_AHEAD: usize = 2;
 
+/// Frames ahead that a decoder of an intra-only movie reads its way to,
+/// handing the decoder only the frame wanted: reading packets costs far
+/// less than a seek, which restarts the decoder's frame threads.
+const INTRA_RUN_AHEAD: usize = 48;
+
 /// An open demuxer and video decoder, and where they stand.
 pub(super) struct Decoder {
     input: ffmpeg::format::context::Input,
@@ -21,37 +26,67 @@ pub(super) struct Decoder {
     stream: usize,
     /// The size and format every frame must have (the first frame's).
     info: Option<FrameInfo>,
-    /// The last frame decoded since the last seek, by index.
-    last: Option<(usize, Frame)>,
+    /// The index of the last frame decoded since the last seek; that
+    /// frame, as the decoder gave it, is in `scratch`.
+    at: Option<usize>,
+    /// The last frame packed, by index: asked for again, it is not
+    /// packed again.
+    packed: Option<(usize, Frame)>,
     /// End of stream sent to the decoder.
     drained: bool,
     /// Nothing decoded or sought yet: the decoder stands before frame 0.
     at_start: bool,
     /// Frames decoded since the last seek.
     since_seek: usize,
+    /// Packets of frames before this timestamp are not wanted: the
+    /// decoder may leave out those no other frame refers to.
+    skip_before: Option<i64>,
+    /// Whether the decoder is leaving out unwanted non-reference frames.
+    skipping: bool,
+    /// Every frame is a keyframe: unwanted frames are not even sent.
+    intra_only: bool,
+    /// The last frame decoded (kept through the end of the stream).
     scratch: ffmpeg::frame::Video,
+    /// Where the decoder puts a frame (it empties it first, even when it
+    /// has none to give).
+    incoming: ffmpeg::frame::Video,
 }
 
 impl Decoder {
     /// Opens `path`'s stream `stream` with decoder threads on; every
     /// frame must be `info`'s size and format, when known (the movie's
-    /// first frame), else the first this decoder gives.
+    /// first frame), else the first this decoder gives. `intra_only`:
+    /// every frame is a keyframe.
     pub fn open(
         path: &std::path::Path,
         stream: usize,
         info: Option<FrameInfo>,
+        intra_only: bool,
     ) -> Result<Self, String> {
         let input = ffmpeg::format::input(path).map_err(|e| e.to_string())?;
         let parameters = input
             .stream(stream)
             .ok_or("the video stream went away")?
             .parameters();
+        let slices = intra_only
+            && ffmpeg::decoder::find(parameters.id()).is_some_and(|c| {
+                c.capabilities()
+                    .contains(ffmpeg::codec::Capabilities::SLICE_THREADS)
+            });
         let mut context =
             ffmpeg::codec::Context::from_parameters(parameters).map_err(|e| e.to_string())?;
-        // Frame threads across every core: one stream decodes 4K faster
-        // than real time only this way (the default is one thread).
+        // Threads across every core: one stream decodes 4K faster than
+        // real time only this way (the default is one thread). Frame
+        // threads decode several frames at once, so a frame comes out a
+        // few packets after it goes in; an intra-only movie's frames split
+        // into slices, decoded at once with no such delay, which a player
+        // that skips frames to keep time needs.
         context.set_threading(ffmpeg::codec::threading::Config {
-            kind: ffmpeg::codec::threading::Type::Frame,
+            kind: if slices {
+                ffmpeg::codec::threading::Type::Slice
+            } else {
+                ffmpeg::codec::threading::Type::Frame
+            },
             count: 0,
             ..Default::default()
         });
@@ -64,11 +99,16 @@ impl Decoder {
             video,
             stream,
             info,
-            last: None,
+            at: None,
+            packed: None,
             drained: false,
             at_start: true,
             since_seek: 0,
+            skip_before: None,
+            skipping: false,
+            intra_only: false,
             scratch: ffmpeg::frame::Video::empty(),
+            incoming: ffmpeg::frame::Video::empty(),
         })
     }
 
@@ -81,30 +121,54 @@ impl Decoder {
     }
 
     /// Frame `want` (an index into `index.frames`).
+    ///
+    /// Frames on the way to it are decoded (later frames refer to them)
+    /// but not packed, and those no other frame refers to are left out:
+    /// a decoder that has fallen behind the playhead catches up faster
+    /// than it plays.
     pub fn frame(&mut self, want: usize, index: &Index) -> Result<Frame, String> {
-        if let Some((i, f)) = &self.last
+        if let Some((i, f)) = &self.packed
             && *i == want
         {
             return Ok(f.clone());
         }
+        self.intra_only = index.intra_only;
+        let near = if self.intra_only {
+            INTRA_RUN_AHEAD
+        } else {
+            RUN_AHEAD
+        };
         let key = index.key_before(want);
-        let forward = match &self.last {
-            None => self.at_start && (key == 0 || want <= RUN_AHEAD),
+        let forward = match self.at {
+            None => self.at_start && (key == 0 || want <= near),
             // Forward when no keyframe lies between, or the frame is near.
-            Some((i, _)) => *i < want && (key <= *i || want - *i <= RUN_AHEAD),
+            Some(i) => i < want && (key <= i || want - i <= near),
         };
         let mut sought = None;
         if !forward {
             self.seek(key, index)?;
             sought = Some(key);
         }
+        self.skip_before = index.frames.get(want).map(|f| f.pts);
+        let result = self.run_to(want, sought, index);
+        self.skip_before = None;
+        result
+    }
+
+    /// Decodes forward to frame `want` and packs it.
+    fn run_to(
+        &mut self,
+        want: usize,
+        mut sought: Option<usize>,
+        index: &Index,
+    ) -> Result<Frame, String> {
         loop {
             let Some(i) = self.next(index)? else {
-                return match &self.last {
+                return match self.at {
                     // The stream ended before the frame (one the index
                     // had but the decoder did not give): the last frame
                     // decoded stands in.
-                    Some((i, f)) if *i < want => Ok(f.clone()),
+                    Some(i) if i < want => self.pack(i),
                     _ => Err(format!("the stream ended before frame {want}")),
                 };
             };
@@ -119,9 +183,16 @@ impl Decoder {
                 sought = Some(0);
                 continue;
             }
-            let (_, f) = self.last.as_ref().ok_or("no frame")?;
-            return Ok(f.clone());
+            return self.pack(i);
         }
+    }
+
+    /// Packs the frame last decoded, frame `i`.
+    fn pack(&mut self, i: usize) -> Result<Frame, String> {
+        let info = self.info.ok_or("no frame")?;
+        let frame = planes::pack(&self.scratch, info)?;
+        self.packed = Some((i, frame.clone()));
+        Ok(frame)
     }
 
     /// Seeks to the keyframe `key` (by index) and resets the decoder.
@@ -134,7 +205,8 @@ impl Decoder {
             .seek(ts, ..ts)
             .map_err(|e| format!("cannot seek to frame {key}: {e}"))?;
         self.video.flush();
-        self.last = None;
+        self.at = None;
+        self.packed = None;
         self.drained = false;
         self.at_start = false;
         self.since_seek = 0;
@@ -144,8 +216,11 @@ impl Decoder {
     /// Decodes the next frame: `Some(its index)`, `None` at the end.
     fn next(&mut self, index: &Index) -> Result<Option<usize>, String> {
         loop {
-            match self.video.receive_frame(&mut self.scratch) {
-                Ok(()) => return self.take(index).map(Some),
+            match self.video.receive_frame(&mut self.incoming) {
+                Ok(()) => {
+                    std::mem::swap(&mut self.scratch, &mut self.incoming);
+                    return self.take(index).map(Some);
+                }
                 Err(ffmpeg::Error::Eof) => return Ok(None),
                 Err(ffmpeg::Error::Other { errno }) if errno == ffmpeg::error::EAGAIN => {}
                 Err(e) => return Err(format!("decoding failed: {e}")),
@@ -181,6 +256,22 @@ impl Decoder {
                 }
             }
         }
+        // A packet of an unwanted frame: the decoder may leave it out if
+        // no other frame refers to it.
+        let skip = self
+            .skip_before
+            .is_some_and(|before| packet.pts().is_some_and(|pts| pts < before));
+        if skip && self.intra_only {
+            return Ok(());
+        }
+        if skip != self.skipping {
+            self.video.skip_frame(if skip {
+                ffmpeg::Discard::NonReference
+            } else {
+                ffmpeg::Discard::Default
+            });
+            self.skipping = skip;
+        }
         match self.video.send_packet(&packet) {
             Ok(()) => Ok(()),
             // A damaged packet: skip it; the frames it held are missing
@@ -190,7 +281,7 @@ impl Decoder {
         }
     }
 
-    /// Packs the frame just received and works out its index.
+    /// Checks the frame just received and works out its index.
     fn take(&mut self, index: &Index) -> Result<usize, String> {
         let got = planes::describe(&self.scratch)?;
         let info = *self.info.get_or_insert(got);
@@ -214,10 +305,9 @@ impl Decoder {
         let pts = self.scratch.timestamp().or(self.scratch.pts());
         let i = match pts.and_then(|p| index.frame_at(p)) {
             Some(i) => i,
-            None => self.last.as_ref().map_or(0, |(j, _)| j + 1),
+            None => self.at.map_or(0, |j| j + 1),
         };
-        let frame = planes::pack(&self.scratch, info)?;
-        self.last = Some((i, frame));
+        self.at = Some(i);
         self.at_start = false;
         self.since_seek += 1;
         Ok(i)

@@ -30,6 +30,9 @@ pub(super) struct Index {
     /// Where reading stopped early: the file is damaged or cut short
     /// after the last frame indexed.
     pub damage: Option<String>,
+    /// Every frame is a keyframe (ProRes, DNxHR, FFV1...): no frame
+    /// refers to another, so one can be left out unread.
+    pub intra_only: bool,
 }
 
 /// Most positions per indexed frame: timestamps that claim a frame lasts
@@ -88,6 +91,7 @@ impl Index {
         frames.dedup_by_key(|f| f.pts);
         let positions = positions(&frames, time_base, rate);
         Index {
+            intra_only: frames.iter().all(|f| f.key),
             frames,
             positions,
             time_base,

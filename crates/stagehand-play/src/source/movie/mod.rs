@@ -62,13 +62,26 @@ pub fn nominal_rate(path: &Path) -> Option<f64> {
     rate_of(&stream)
 }
 
-/// A stream's frame rate: its average, else its base rate, when either
-/// is a rate the player runs at.
+/// A stream's frame rate: its average rate; for a variable rate (a base
+/// rate above the average), the base rate where it is one the player runs
+/// at, so each frame is on screen from its own time. Else whichever of the
+/// two is a rate the player runs at.
 fn rate_of(stream: &ffmpeg::format::stream::Stream<'_>) -> Option<f64> {
-    [stream.avg_frame_rate(), stream.rate()]
-        .into_iter()
-        .map(f64::from)
-        .find(|r| r.is_finite() && (0.1..=1000.0).contains(r))
+    pick_rate(f64::from(stream.avg_frame_rate()), f64::from(stream.rate()))
+}
+
+/// The most ticks a second a variable-rate movie is shown at: base rates
+/// above it (a millisecond clock, say) are timestamp units, not frames.
+const MAX_BASE_RATE: f64 = 120.0;
+
+fn pick_rate(average: f64, base: f64) -> Option<f64> {
+    let usable = |r: f64| r.is_finite() && (0.1..=1000.0).contains(&r);
+    match (usable(average), usable(base)) {
+        (true, true) if base > average * 1.001 && base <= MAX_BASE_RATE => Some(base),
+        (true, _) => Some(average),
+        (false, true) => Some(base),
+        (false, false) => None,
+    }
 }
 
 impl Movie {
@@ -127,7 +140,7 @@ impl Movie {
                 index.positions.len()
             )));
         }
-        let mut decoder = Decoder::open(path, stream_index, None)
+        let mut decoder = Decoder::open(path, stream_index, None, index.intra_only)
             .map_err(|reason| unsupported(format!("codec {codec_name}: {reason}")))?;
         let info = decoder.info(&index).map_err(|reason| {
             if reason.starts_with("pixel format") {
@@ -221,7 +234,12 @@ impl Frames for Movie {
             // FFmpeg's frame threads take the priority of the thread that
             // opens the decoder: open it again on the decode thread (which
             // runs below the render thread), not on the one that probed.
-            let reopened = Decoder::open(&self.path, self.stream, Some(self.info));
+            let reopened = Decoder::open(
+                &self.path,
+                self.stream,
+                Some(self.info),
+                self.index.intra_only,
+            );
             *decoder = (reopened.map_err(error)?, here);
         }
         decoder.0.frame(i as usize, &self.index).map_err(error)
@@ -229,5 +247,28 @@ impl Frames for Movie {
 
     fn decoders(&self, _asked: usize) -> usize {
         1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pick_rate;
+
+    #[test]
+    fn a_variable_rate_ticks_at_its_base_rate_within_bounds() {
+        // Constant rate: the two agree.
+        assert_eq!(pick_rate(24.0, 24.0), Some(24.0));
+        assert_eq!(
+            pick_rate(30000.0 / 1001.0, 30000.0 / 1001.0),
+            Some(30000.0 / 1001.0)
+        );
+        // Variable: the base rate shows every frame at its time.
+        assert_eq!(pick_rate(16.0, 24.0), Some(24.0));
+        // A base rate that is a timestamp clock, not a frame rate.
+        assert_eq!(pick_rate(29.5, 1000.0), Some(29.5));
+        // One of the two unknown (0/0 reads as NaN).
+        assert_eq!(pick_rate(f64::NAN, 25.0), Some(25.0));
+        assert_eq!(pick_rate(25.0, f64::NAN), Some(25.0));
+        assert_eq!(pick_rate(f64::NAN, 0.0), None);
     }
 }
