@@ -148,6 +148,8 @@ pub struct FrameCache {
 pub enum Closed {
     /// [`FrameCache::close`] was called.
     Closed,
+    /// The caller stopped waiting ([`FrameCache::fetch_while`]).
+    GaveUp,
 }
 
 impl FrameCache {
@@ -446,6 +448,19 @@ impl FrameCache {
     /// The frame at `pos`, waiting for its decode: a hit if it was already
     /// decoded, a miss if not. Errs with the decode's error, or `Closed`.
     pub fn fetch(&self, pos: usize) -> Result<Result<Arc<Frame>, Arc<PlayError>>, Closed> {
+        self.fetch_while(pos, || true)
+    }
+
+    /// As [`fetch`](Self::fetch), asking `worth_waiting` every few
+    /// milliseconds while the frame is not there: once it says no, errs
+    /// with [`Closed::GaveUp`] (a realtime player whose frame's time has
+    /// passed). The frame is still decoded, for whoever asks next.
+    pub fn fetch_while(
+        &self,
+        pos: usize,
+        mut worth_waiting: impl FnMut() -> bool,
+    ) -> Result<Result<Arc<Frame>, Arc<PlayError>>, Closed> {
+        const ASK_EVERY: Duration = Duration::from_millis(4);
         let mut state = self.state.lock();
         let mut missed = false;
         loop {
@@ -464,12 +479,17 @@ impl FrameCache {
                 self.changed.notify_all();
                 return Ok(found);
             }
+            if missed && !worth_waiting() {
+                state.fetching.remove(&pos);
+                state.stats.misses += 1;
+                return Err(Closed::GaveUp);
+            }
             missed = true;
             if state.fetching.insert(pos) {
                 // Decoders decode it first, wherever the playhead went.
                 self.changed.notify_all();
             }
-            self.changed.wait(&mut state);
+            self.changed.wait_for(&mut state, ASK_EVERY);
         }
     }
 
@@ -607,6 +627,30 @@ mod tests {
         c.complete(6, Ok(frame(6)));
         assert_eq!(fetching.join().unwrap(), Ok(true));
         assert_eq!(c.claim(), Some(0), "then the window ahead of the playhead");
+    }
+
+    #[test]
+    fn a_fetch_given_up_returns_at_once_and_its_frame_is_still_decoded() {
+        // A realtime producer whose frame's time passed while it waited:
+        // it stops waiting, and the frame, decoded later, is there for
+        // whoever asks next.
+        let c = cache(4, false, 10);
+        c.set_playhead(3);
+        let mut asked = 0;
+        let started = std::time::Instant::now();
+        let got = c.fetch_while(3, || {
+            asked += 1;
+            asked < 3
+        });
+        assert_eq!(got.map(|f| f.is_ok()), Err(Closed::GaveUp));
+        assert_eq!(asked, 3, "asked until it said no");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(c.state.lock().fetching.len(), 0, "no longer fetching 3");
+        assert_eq!(c.claim(), Some(3), "3 is still the first to decode");
+        c.complete(3, Ok(frame(3)));
+        assert!(matches!(c.fetch_while(3, || false), Ok(Ok(_))), "a hit");
+        c.close();
+        assert_eq!(c.fetch_while(4, || true).map(|_| ()), Err(Closed::Closed));
     }
 
     #[test]

@@ -11,7 +11,7 @@ mod output;
 mod run;
 
 use crate::PlayError;
-use crate::cache::{CacheConfig, FrameCache};
+use crate::cache::{CacheConfig, Closed, FrameCache};
 use crate::format::{self, FormatPlan};
 use crate::gpu_cache::{GpuCache, Handoff, Residency};
 use crate::options::{Mode, PlayOptions, Preroll};
@@ -1025,14 +1025,16 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
             if frames.is_gap(pos) {
                 return Ok(());
             }
-            // Realtime: a frame whose time on screen has already passed is
-            // not worth decoding or uploading; skip to what is due.
-            if shared.mode == Mode::Realtime
-                && shared
-                    .clock
-                    .now()
-                    .is_some_and(|now| now > pts + shared.period)
-            {
+            // Realtime: a frame whose time on screen has passed is not
+            // worth decoding, waiting for or uploading; skip to what is due.
+            let passed = || {
+                shared.mode == Mode::Realtime
+                    && shared
+                        .clock
+                        .now()
+                        .is_some_and(|now| now > pts + shared.period)
+            };
+            let skip = || {
                 let next = shared.route.position(k + 1).unwrap_or(pos + 1);
                 cache.set_playhead(next);
                 let mut skipped = shared.counters.skipped.lock();
@@ -1040,6 +1042,9 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
                 if skipped.len() > RECENT_PUSHES {
                     skipped.pop_front();
                 }
+            };
+            if passed() {
+                skip();
                 return Ok(());
             }
             cache.set_playhead(pos);
@@ -1053,10 +1058,14 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
                 shared.counters.left_to_tier.fetch_add(1, Ordering::Relaxed);
                 return Ok(());
             }
-            let frame: Arc<Frame> = match cache.fetch(pos) {
+            let frame: Arc<Frame> = match cache.fetch_while(pos, || !passed()) {
                 Ok(Ok(frame)) => frame,
                 Ok(Err(e)) => return Err(PlayError::Frame(e)),
-                Err(_) => return Err(PlayError::Upload(UploadError::Released)),
+                Err(Closed::GaveUp) => {
+                    skip();
+                    return Ok(());
+                }
+                Err(Closed::Closed) => return Err(PlayError::Upload(UploadError::Released)),
             };
             let texture = shared.texture;
             shared

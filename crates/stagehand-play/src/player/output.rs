@@ -78,6 +78,13 @@ impl Run<'_> {
     ) -> Result<(), PlayError> {
         let presented = match output {
             Output::Offscreen => {
+                // The target holds the picture on screen already: drawing
+                // it again would take the CPU (on a software adapter) from
+                // the frames still to come, as in a window.
+                if self.drawn_offscreen == Some(self.screen) {
+                    return Ok(());
+                }
+                self.drawn_offscreen = Some(self.screen);
                 renderer.draw(gpu, self.picture(renderer).map(|(bind, _)| bind))?;
                 Some(Instant::now())
             }

@@ -36,6 +36,9 @@ pub(super) struct Run<'a> {
     pub(super) intervals: Vec<f64>,
     /// The last present while playing; `None` after a pause, step or seek.
     pub(super) last_present: Option<Instant>,
+    /// Offscreen: the picture last drawn into the target (`None` before
+    /// the first draw).
+    pub(super) drawn_offscreen: Option<Option<(u64, Picture)>>,
     /// The display transform now (exposure keys change it).
     pub(super) display: Option<Display>,
     /// Ticks run so far.
@@ -96,6 +99,7 @@ impl<'a> Run<'a> {
             intervals: Vec::new(),
             present_calls: Vec::new(),
             last_present: None,
+            drawn_offscreen: None,
             display,
             ticks_run: 0,
             drift: Vec::new(),
