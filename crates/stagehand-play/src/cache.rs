@@ -128,6 +128,8 @@ struct State {
     consumed: Option<usize>,
     stats: CacheStats,
     closed: bool,
+    /// Until then the cache does not grow ([`FrameCache::hold_back`]).
+    held_back_until: Option<std::time::Instant>,
 }
 
 /// Decoded frames under a byte budget; see the module documentation.
@@ -177,6 +179,7 @@ impl FrameCache {
                     ..CacheStats::default()
                 },
                 closed: false,
+                held_back_until: None,
             }),
             changed: Condvar::new(),
         }
@@ -242,6 +245,24 @@ impl FrameCache {
         self.changed.notify_all();
     }
 
+    /// Keeps the cache from growing for `time`: frames decoded meanwhile
+    /// are handed to the player once and not retained, and decoding runs
+    /// only the hand-over ahead, as with no budget. For a realtime player
+    /// that is dropping frames: memory the cache takes for the first time
+    /// costs the kernel's time to clear it (12 MB a 4K frame), time the
+    /// frames still to come lack. Frames held stay held.
+    pub fn hold_back(&self, time: Duration) {
+        let until = std::time::Instant::now() + time;
+        let mut state = self.state.lock();
+        state.held_back_until = Some(state.held_back_until.map_or(until, |t| t.max(until)));
+    }
+
+    fn held_back(state: &State) -> bool {
+        state
+            .held_back_until
+            .is_some_and(|t| std::time::Instant::now() < t)
+    }
+
     /// The next position a decoder should decode, marked as claimed;
     /// waits while every useful position is held or claimed. `None` once
     /// the cache is closed.
@@ -269,7 +290,7 @@ impl FrameCache {
             .filter(|&&p| matches!(self.place(state.playhead, p), Place::Behind(_)))
             .count();
         let room = self.capacity().saturating_sub(behind_held);
-        if self.capacity() == 0 {
+        if self.capacity() == 0 || Self::held_back(state) {
             self.config.hand_over
         } else {
             room.max(1)
@@ -294,7 +315,8 @@ impl FrameCache {
         }
         let window = self.window(state);
         let start = usize::from(state.consumed == Some(state.playhead));
-        let aside_room = self.capacity() == 0 && state.aside.len() < self.config.hand_over;
+        let aside_room = (self.capacity() == 0 || Self::held_back(state))
+            && state.aside.len() < self.config.hand_over;
         let mut frames = 0;
         for d in start..self.len {
             let p = if self.config.looped {
@@ -325,7 +347,7 @@ impl FrameCache {
     /// useful frames to evict for it).
     fn fits(&self, state: &State, pos: usize) -> bool {
         let need = self.frame_bytes;
-        if need > self.config.budget {
+        if need > self.config.budget || Self::held_back(state) {
             return false;
         }
         let free = self.config.budget - state.stats.bytes;
@@ -381,9 +403,10 @@ impl FrameCache {
             return true;
         }
         let rank = self.rank(state.playhead, pos);
+        let held_back = Self::held_back(state);
         // Evict the least useful frames while they are less useful than
         // this one and it does not fit.
-        while state.stats.bytes + need > self.config.budget {
+        while !held_back && state.stats.bytes + need > self.config.budget {
             let victim = state
                 .held
                 .keys()
@@ -397,7 +420,7 @@ impl FrameCache {
                 state.stats.evicted += 1;
             }
         }
-        let kept = state.stats.bytes + need <= self.config.budget;
+        let kept = !held_back && state.stats.bytes + need <= self.config.budget;
         if kept {
             state.stats.bytes += need;
             state.stats.peak_bytes = state.stats.peak_bytes.max(state.stats.bytes);
@@ -651,6 +674,33 @@ mod tests {
         assert!(matches!(c.fetch_while(3, || false), Ok(Ok(_))), "a hit");
         c.close();
         assert_eq!(c.fetch_while(4, || true).map(|_| ()), Err(Closed::Closed));
+    }
+
+    #[test]
+    fn a_held_back_cache_hands_frames_over_without_keeping_them_then_grows_again() {
+        let c = cache(4, false, 10);
+        c.set_playhead(0);
+        c.hold_back(Duration::from_millis(300));
+        // Decoders run only the hand-over (1) ahead, as with no budget.
+        assert_eq!(c.claim(), Some(0));
+        c.complete(0, Ok(frame(0)));
+        assert!(!c.contains(0), "handed over once, not kept");
+        assert_eq!(c.stats().bytes, 0);
+        assert!(matches!(c.fetch(0), Ok(Ok(_))));
+        c.set_playhead(1);
+        assert_eq!(c.claim(), Some(1));
+        {
+            let state = c.state.lock();
+            assert_eq!(c.wanted(&state), None, "nothing past the hand-over");
+        }
+        c.complete(1, Ok(frame(1)));
+        assert!(!c.contains(1));
+        std::thread::sleep(Duration::from_millis(350));
+        // Then it grows again: frames are kept, and decoding runs ahead.
+        assert!(c.insert_frame(2, frame(2)), "kept once the time is over");
+        assert!(c.contains(2));
+        let state = c.state.lock();
+        assert_eq!(c.wanted(&state), Some(3), "decoding runs ahead again");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! looping. Ticks on a gap push nothing, so the previous frame stays up.
 
 mod clock;
+mod lead;
 mod output;
 mod run;
 
@@ -25,6 +26,7 @@ use crate::summary::{Millis, PassStats, PlaySummary, Progress, Saved, SavedTick}
 use crate::transport::{Claim, Route};
 use crate::window::{Screen, SurfaceInfo};
 use clock::Clock;
+use lead::Lead;
 use output::{Output, Windowed};
 use parking_lot::Mutex;
 use run::Run;
@@ -70,6 +72,10 @@ enum Feed {
     },
 }
 
+/// How long a realtime player that skipped a frame keeps the frame cache
+/// from growing.
+const HOLD_BACK: Duration = Duration::from_secs(1);
+
 /// Pushes remembered by tick: more than the producer can run ahead of the
 /// render loop (the frame queue's slots and the GPU tier's hand-off bound it).
 const RECENT_PUSHES: usize = 4 * crate::options::MAX_DEPTH + 8;
@@ -89,6 +95,8 @@ struct Counters {
     left_to_tier: AtomicU64,
     /// The last ticks the producer skipped as late (realtime), newest last.
     skipped: Mutex<std::collections::VecDeque<u64>>,
+    /// How long before its time the producer must start on a frame.
+    lead: Lead,
 }
 
 /// Everything one run shares between its threads.
@@ -1025,25 +1033,30 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
             if frames.is_gap(pos) {
                 return Ok(());
             }
-            // Realtime: a frame whose time on screen has passed is not
-            // worth decoding, waiting for or uploading; skip to what is due.
-            let passed = || {
-                shared.mode == Mode::Realtime
+            // Realtime: a frame that cannot be on the GPU before its time
+            // on screen has passed is not worth decoding, waiting for or
+            // uploading; skip to one that can.
+            let realtime = shared.mode == Mode::Realtime;
+            let lead = &shared.counters.lead;
+            let too_late = |needs: Duration| {
+                realtime
                     && shared
                         .clock
                         .now()
-                        .is_some_and(|now| now > pts + shared.period)
+                        .is_some_and(|now| now + needs > pts + shared.period)
             };
             let skip = || {
                 let next = shared.route.position(k + 1).unwrap_or(pos + 1);
                 cache.set_playhead(next);
+                // Behind: the cache's growth waits until playback keeps up.
+                cache.hold_back(HOLD_BACK);
                 let mut skipped = shared.counters.skipped.lock();
                 skipped.push_back(k);
                 if skipped.len() > RECENT_PUSHES {
                     skipped.pop_front();
                 }
             };
-            if passed() {
+            if too_late(lead.before(cache.contains(pos))) {
                 skip();
                 return Ok(());
             }
@@ -1058,7 +1071,13 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
                 shared.counters.left_to_tier.fetch_add(1, Ordering::Relaxed);
                 return Ok(());
             }
-            let frame: Arc<Frame> = match cache.fetch_while(pos, || !passed()) {
+            let asked = Instant::now();
+            let hit = cache.contains(pos);
+            let fetched = cache.fetch_while(pos, || !too_late(lead.before(true)));
+            if !hit {
+                lead.decoded(asked.elapsed());
+            }
+            let frame: Arc<Frame> = match fetched {
                 Ok(Ok(frame)) => frame,
                 Ok(Err(e)) => return Err(PlayError::Frame(e)),
                 Err(Closed::GaveUp) => {
@@ -1088,9 +1107,11 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
 
 fn record_latency(upload: Upload, shared: &Shared) {
     let latencies = Arc::clone(&shared.counters.latencies);
+    let lead = shared.counters.lead.uploads();
     upload.on_complete(move |o| {
         if let Some(l) = o.times.latency() {
             latencies.lock().push(l.as_secs_f64() * 1e3);
+            Lead::uploaded(&lead, l);
         }
     });
 }
