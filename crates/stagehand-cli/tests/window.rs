@@ -763,6 +763,155 @@ on_both_adapters!(
     save_frame_in_a_window_reads_back_what_was_presented_on_llvmpipe
 );
 
+/// A 2-second movie written by the `ffmpeg` command: solid frames whose
+/// colour cycles with the frame number (8 colours, every channel apart
+/// from its neighbours'), and a click on the sound at every second.
+/// `None` (said on standard error) without the command.
+fn write_movie(name: &str) -> Option<PathBuf> {
+    let ok = Command::new("ffmpeg")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped {name}: no ffmpeg command to write the movie with");
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("stagehand-window-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cycle.mp4");
+    let video = "color=black:size=64x48:rate=24,format=rgb24,\
+                 geq=r='30+25*mod(N,8)':g='220-25*mod(N,8)':b='40+20*mod(3*N,8)'";
+    let audio = "aevalsrc='if(lt(mod(t,1),0.005),0.9,0)':s=48000";
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-y", "-f", "lavfi", "-i", video])
+        .args(["-f", "lavfi", "-i", audio, "-t", "2"])
+        .args([
+            "-c:v", "libx264", "-qp", "0", "-g", "12", "-pix_fmt", "yuv444p",
+        ])
+        .args(["-c:a", "aac"])
+        .arg(&path)
+        .output()
+        .expect("ffmpeg runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(path)
+}
+
+/// Each frame's colour as FFmpeg decodes and converts it.
+fn movie_colours(path: &std::path::Path) -> Vec<[u8; 3]> {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(path)
+        .args(["-pix_fmt", "rgb24", "-f", "rawvideo", "-"])
+        .output()
+        .expect("ffmpeg runs");
+    assert!(out.status.success());
+    let frame = 64 * 48 * 3;
+    out.stdout
+        .chunks_exact(frame)
+        .map(|f| {
+            let at = (24 * 64 + 32) * 3;
+            [f[at], f[at + 1], f[at + 2]]
+        })
+        .collect()
+}
+
+/// Whether two colours are within 3 code values in every channel (the
+/// player's conversion against FFmpeg's).
+fn near(a: [u8; 3], b: [u8; 3]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x.abs_diff(y) <= 3)
+}
+
+impl Player<'_> {
+    /// Waits until the picture's centre is near `want`.
+    fn wait_near(&self, want: [u8; 3], what: &str) {
+        let started = Instant::now();
+        loop {
+            let got = self.centre();
+            if near(got, want) {
+                return;
+            }
+            assert!(
+                started.elapsed() < SETTLE,
+                "{what}: the centre is {got:?}, expected about {want:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn movie_transport(backend: &str) {
+    let Some(x) = Xvfb::start(&format!("movie transport on {backend}")) else {
+        return;
+    };
+    let Some(movie) = write_movie(&format!("movie-{backend}")) else {
+        return;
+    };
+    let colours = movie_colours(&movie);
+    assert_eq!(colours.len(), 48);
+    let player = Player::launch(
+        &x,
+        backend,
+        &[
+            movie.to_str().unwrap(),
+            "--window",
+            "--start-paused",
+            "--seek",
+            "12",
+            "--audio-out",
+            "null",
+            "--output-size",
+            "320x240",
+        ],
+    );
+    player.wait_near(colours[12], "paused at --seek 12");
+    player.key(&["Right"]);
+    player.wait_near(colours[13], "one step right");
+    player.key(&["Right", "Right"]);
+    player.wait_near(colours[15], "two more steps");
+    player.key(&["Left"]);
+    player.wait_near(colours[14], "one step left (back across no keyframe)");
+    player.key(&["Home"]);
+    player.wait_near(colours[0], "Home");
+    player.key(&["End"]);
+    player.wait_near(colours[47], "End");
+    player.key(&["Home"]);
+    player.wait_near(colours[0], "Home again");
+    // Play with the sound's clock for a moment, then pause: the picture
+    // moved on, and holds while paused.
+    player.key(&["space"]);
+    std::thread::sleep(Duration::from_millis(500));
+    player.key(&["space"]);
+    std::thread::sleep(Duration::from_millis(200));
+    let paused = player.centre();
+    assert!(
+        !near(paused, colours[0]),
+        "playing moved off frame 0: {paused:?}"
+    );
+    assert!(
+        colours.iter().any(|&c| near(c, paused)),
+        "a frame of the movie is on screen: {paused:?}"
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(player.centre(), paused, "paused, the picture holds");
+    player.key(&["q"]);
+    let out = player.finish_ok();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("audio:"), "{stdout}");
+    assert!(stdout.contains("null sink"), "{stdout}");
+    let _ = std::fs::remove_dir_all(movie.parent().unwrap());
+}
+
+on_both_adapters!(
+    movie_transport:
+    a_movie_with_sound_steps_seeks_plays_and_pauses_in_a_window_on_lavapipe,
+    a_movie_with_sound_steps_seeks_plays_and_pauses_in_a_window_on_llvmpipe
+);
+
 #[test]
 fn window_without_a_display_fails_at_once_with_one_line() {
     let started = Instant::now();
