@@ -191,6 +191,11 @@ pub struct AudioSummary {
     pub seeks: u64,
     /// The second of the sound's source playing when playback ended.
     pub source_end: Option<f64>,
+    /// Each measured frame's render tick and its drift in milliseconds
+    /// (signed: negative, before its time), in order: for a breakdown over
+    /// time (`stagehand bench sync`). Left out of the JSON.
+    #[serde(skip)]
+    pub drift_by_tick: Vec<(u64, f64)>,
 }
 
 /// One read-back: the render target and the frame texture on screen.

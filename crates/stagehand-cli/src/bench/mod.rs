@@ -8,6 +8,7 @@ mod cuda;
 mod play;
 mod pool;
 mod stats;
+mod sync;
 mod tracking;
 mod upload;
 
@@ -50,14 +51,16 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 48,
           value_parser = RangedU64ValueParser::<u32>::new().range(2..=1000))]
     length: u32,
-    /// play: seconds of each looped run, 1 to 600.
+    /// play: seconds of each looped run; sync: seconds of the movie (600
+    /// for ten minutes); 1 to 600.
     #[arg(long, default_value_t = 10,
           value_parser = RangedU64ValueParser::<u32>::new().range(1..=600))]
     seconds: u32,
     /// play: frame size of the generated sequences, WIDTHxHEIGHT (up to 8192x8192).
     #[arg(long, default_value = "3840x2160", value_parser = |s: &str| crate::parse_size(s, 8192))]
     size: (u32, u32),
-    /// play: where to write the sequences (kept for the next run).
+    /// play, sync: where to write the sequences or the movie (kept for the
+    /// next run).
     /// Default: a folder in the system's temporary directory.
     #[arg(long)]
     dir: Option<std::path::PathBuf>,
@@ -81,6 +84,10 @@ enum Which {
     /// the player: frames missed on the first and later looped passes,
     /// with pre-roll, every-frame rate, and decode against the crates' own.
     Play,
+    /// A movie clicking once a second, played in realtime with its sound
+    /// on the null sink: each frame's drift from the sound's clock, by
+    /// tenths of the run (written with the ffmpeg command).
+    Sync,
     /// CUDA: pooled take + drop against cuMemAlloc + cuMemFree, and
     /// host-to-device bandwidth (pageable, pinned, upload engine).
     #[cfg(feature = "cuda")]
@@ -99,9 +106,15 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
 fn run_wgpu(args: &BenchArgs) -> Result<(), Failure> {
     let gpu = std::sync::Arc::new(args.gpu.open_for(stagehand_play::wanted_features(), None)?);
     let info = gpu.info();
+    let rounds = match args.which {
+        Which::Tracking | Which::Pool => {
+            format!(", {} rounds x {} ops, median round", args.rounds, args.ops)
+        }
+        _ => String::new(),
+    };
     output::println(&format!(
-        "adapter: {} ({:?}), {} rounds x {} ops, median round\n",
-        info.name, info.backend, args.rounds, args.ops
+        "adapter: {} ({:?}){rounds}\n",
+        info.name, info.backend
     ))?;
     match args.which {
         Which::Tracking => tracking::run(&gpu, args.rounds, args.ops),
@@ -124,6 +137,13 @@ fn run_wgpu(args: &BenchArgs) -> Result<(), Failure> {
                     decode_files: 8,
                 },
             )
+        }
+        Which::Sync => {
+            let dir = args
+                .dir
+                .clone()
+                .unwrap_or_else(|| std::env::temp_dir().join("stagehand-bench-sync"));
+            sync::run(gpu, &dir, args.seconds)
         }
         #[cfg(feature = "cuda")]
         Which::Cuda => unreachable!("handled before opening wgpu"),

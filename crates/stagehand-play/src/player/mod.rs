@@ -318,10 +318,8 @@ struct RunAudio {
 
 impl RunAudio {
     fn summary(self, run: &mut Run<'_>, summary: &PlaySummary) -> crate::AudioSummary {
-        let drift: Vec<f64> = std::mem::take(&mut run.drift)
-            .into_iter()
-            .map(f64::abs)
-            .collect();
+        let drift_by_tick = std::mem::take(&mut run.drift);
+        let drift: Vec<f64> = drift_by_tick.iter().map(|(_, d)| d.abs()).collect();
         #[cfg(feature = "video")]
         let (source, sink, underruns, error) = self.audio.describe();
         #[cfg(not(feature = "video"))]
@@ -338,6 +336,7 @@ impl RunAudio {
             played: self.played,
             measured: drift.len() as u64,
             drift: Millis::of(drift),
+            drift_by_tick,
             skipped: summary.frames.dropped + summary.never_pushed,
             underruns,
             error,

@@ -45,7 +45,7 @@ pub(super) struct Run<'a> {
     pub(super) ticks_run: u64,
     /// Milliseconds each presented frame came after its time by the
     /// sound's clock (with sound, realtime).
-    pub(super) drift: Vec<f64>,
+    pub(super) drift: Vec<(u64, f64)>,
 }
 
 /// What waiting for a tick ended with.
@@ -191,7 +191,7 @@ impl Run<'_> {
             if is_frame && shared.has_audio_clock() {
                 let now = shared.clock.now().unwrap_or_default();
                 let late = now.as_secs_f64() - shared.pts(tick).as_secs_f64();
-                self.drift.push(late * 1e3);
+                self.drift.push((tick, late * 1e3));
                 shared.follow_sound(pos, late);
             }
             tick += 1;
