@@ -594,6 +594,37 @@ fn pictures_follow_the_sound_within_half_a_frame_on_the_null_sink() {
 }
 
 #[test]
+fn the_trace_shows_the_sound_clock_beside_each_frame() {
+    if !has_ffmpeg("trace") {
+        return;
+    }
+    let dir = temp_dir("av-trace");
+    let path = clicking_movie(&dir, 1);
+    let timeline = Arc::new(stagehand_gpu::diag::Timeline::new());
+    let mut o = with_sound(&path, None);
+    o.timeline = Some(timeline.clone());
+    let summary = run(&o).unwrap();
+    let audio = summary.audio.expect("the movie's sound played");
+    let json = timeline.to_chrome_json();
+    let events: Vec<_> = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "a/v sync")
+        .collect();
+    assert_eq!(events.len() as u64, audio.measured);
+    assert_eq!(audio.drift_by_tick.len() as u64, audio.measured);
+    for (e, (tick, drift)) in events.iter().zip(&audio.drift_by_tick) {
+        let args = &e["args"];
+        let clock = args["sound clock s"].as_f64().unwrap();
+        let frame = args["frame time s"].as_f64().unwrap();
+        assert!((frame - *tick as f64 / FPS).abs() < 1e-6, "{e}");
+        assert!((args["drift ms"].as_f64().unwrap() - drift).abs() < 1e-9);
+        assert!(((clock - frame) * 1e3 - drift).abs() < 1e-6, "{e}");
+    }
+}
+
+#[test]
 fn every_frame_mode_does_not_play_sound_and_says_so() {
     if !has_ffmpeg("every-frame sound") {
         return;

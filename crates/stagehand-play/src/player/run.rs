@@ -192,6 +192,18 @@ impl Run<'_> {
                 let now = shared.clock.now().unwrap_or_default();
                 let late = now.as_secs_f64() - shared.pts(tick).as_secs_f64();
                 self.drift.push((tick, late * 1e3));
+                if let Some(timeline) = &shared.timeline {
+                    // The sound's clock beside the frame's own time.
+                    timeline.counter(
+                        "a/v sync",
+                        Instant::now(),
+                        &[
+                            ("sound clock s", now.as_secs_f64()),
+                            ("frame time s", shared.pts(tick).as_secs_f64()),
+                            ("drift ms", late * 1e3),
+                        ],
+                    );
+                }
                 shared.follow_sound(pos, late);
             }
             tick += 1;
