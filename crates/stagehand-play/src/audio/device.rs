@@ -32,9 +32,32 @@ struct DeviceShared {
     underruns: AtomicU64,
     /// The device reported an error: its clock is not followed any more.
     failed: AtomicBool,
+    /// The device took frames faster than real time (a device with no
+    /// clock of its own, such as ALSA's null device): not followed either.
+    ran_ahead: AtomicBool,
+    /// When the first callback came, and the frames (sound and silence)
+    /// handed to the device since.
+    pace: Mutex<Option<(Instant, u64)>>,
 }
 
+/// Seconds a device may take ahead of real time beyond what it says it
+/// holds (its latency) before its clock is not trusted.
+const AHEAD_ALLOWED: f64 = 0.25;
+
 impl DeviceShared {
+    /// Counts `frames` handed over to a device that says its sound
+    /// reaches the speaker `latency` after the callback; whether it has
+    /// now taken more than real time and its buffer allow.
+    fn pace(&self, frames: u64, latency: std::time::Duration) -> bool {
+        let mut pace = self.pace.lock();
+        let (start, taken) = pace.get_or_insert((Instant::now(), 0));
+        *taken += frames;
+        let taken_s = *taken as f64 / self.rate;
+        let allowed = start.elapsed().as_secs_f64() * 1.05 + latency.as_secs_f64() + AHEAD_ALLOWED;
+        taken_s > allowed
+    }
+
+    /// Frames played by now, by the last callback's word.
     fn played(&self) -> f64 {
         if self.paused.load(Relaxed) {
             return *self.frozen.lock();
@@ -73,6 +96,8 @@ impl DeviceSink {
             stop: AtomicBool::new(false),
             underruns: AtomicU64::new(0),
             failed: AtomicBool::new(false),
+            ran_ahead: AtomicBool::new(false),
+            pace: Mutex::new(None),
         });
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let s = Arc::clone(&shared);
@@ -135,14 +160,22 @@ fn open(
             config,
             move |data: &mut [f32], info: &cpal::OutputCallbackInfo| {
                 let frames = (data.len() / usize::from(channels)) as u64;
+                let ts = info.timestamp();
+                let latency = ts.playback.saturating_duration_since(ts.callback);
+                if s.ran_ahead.load(Relaxed) || s.pace(frames, latency) {
+                    // Its clock is not followed; it gets silence, at the
+                    // pace of real time rather than as fast as it takes it.
+                    s.ran_ahead.store(true, Relaxed);
+                    data.fill(0.0);
+                    std::thread::sleep(std::time::Duration::from_secs_f64(frames as f64 / s.rate));
+                    return;
+                }
                 if s.paused.load(Relaxed) {
                     data.fill(0.0);
                     return;
                 }
                 let missing = (ring.pop_into(data) / usize::from(channels)) as u64;
                 s.underruns.fetch_add(missing, Relaxed);
-                let ts = info.timestamp();
-                let latency = ts.playback.saturating_duration_since(ts.callback);
                 // Silence for missing frames is not sound played: the clock
                 // waits for the sound.
                 let sound = frames.saturating_sub(missing);
@@ -186,11 +219,13 @@ impl Sink for DeviceSink {
     }
 
     fn keeps_time(&self) -> bool {
-        !self.shared.failed.load(Relaxed)
+        !self.shared.failed.load(Relaxed) && !self.shared.ran_ahead.load(Relaxed)
     }
 
     fn describe(&self) -> String {
-        let failed = if self.keeps_time() {
+        let failed = if self.shared.ran_ahead.load(Relaxed) {
+            " (it took sound faster than real time, so it keeps no clock; the player's own clock took over)"
+        } else if self.keeps_time() {
             ""
         } else {
             " (failed; the player's own clock took over)"
