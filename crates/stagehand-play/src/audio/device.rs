@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The default output device, playing.
 pub(crate) struct DeviceSink {
@@ -46,15 +46,15 @@ const AHEAD_ALLOWED: f64 = 0.25;
 
 impl DeviceShared {
     /// Counts `frames` handed over to a device that says its sound
-    /// reaches the speaker `latency` after the callback; whether it has
-    /// now taken more than real time and its buffer allow.
-    fn pace(&self, frames: u64, latency: std::time::Duration) -> bool {
+    /// reaches the speaker `latency` after the callback; how far it has now
+    /// taken more than real time and its buffer allow, if it has.
+    fn pace(&self, frames: u64, latency: Duration) -> Option<Duration> {
         let mut pace = self.pace.lock();
         let (start, taken) = pace.get_or_insert((Instant::now(), 0));
         *taken += frames;
         let taken_s = *taken as f64 / self.rate;
         let allowed = start.elapsed().as_secs_f64() * 1.05 + latency.as_secs_f64() + AHEAD_ALLOWED;
-        taken_s > allowed
+        (taken_s > allowed).then(|| Duration::from_secs_f64(taken_s - allowed))
     }
 
     /// Frames played by now, by the last callback's word.
@@ -162,25 +162,29 @@ fn open(
                 let frames = (data.len() / usize::from(channels)) as u64;
                 let ts = info.timestamp();
                 let latency = ts.playback.saturating_duration_since(ts.callback);
-                if s.ran_ahead.load(Relaxed) || s.pace(frames, latency) {
-                    // Its clock is not followed; it gets silence, at the
-                    // pace of real time rather than as fast as it takes it.
+                let over = s.pace(frames, latency);
+                if over.is_some() {
+                    // Its clock is not followed from now on.
                     s.ran_ahead.store(true, Relaxed);
-                    data.fill(0.0);
-                    std::thread::sleep(std::time::Duration::from_secs_f64(frames as f64 / s.rate));
-                    return;
                 }
                 if s.paused.load(Relaxed) {
                     data.fill(0.0);
-                    return;
+                } else {
+                    let missing = (ring.pop_into(data) / usize::from(channels)) as u64;
+                    s.underruns.fetch_add(missing, Relaxed);
+                    // Silence for missing frames is not sound played: the
+                    // clock waits for the sound.
+                    let sound = frames.saturating_sub(missing);
+                    let before = s.written.fetch_add(sound, Relaxed);
+                    *s.last.lock() = Some((before, Instant::now() + latency, sound));
                 }
-                let missing = (ring.pop_into(data) / usize::from(channels)) as u64;
-                s.underruns.fetch_add(missing, Relaxed);
-                // Silence for missing frames is not sound played: the clock
-                // waits for the sound.
-                let sound = frames.saturating_sub(missing);
-                let before = s.written.fetch_add(sound, Relaxed);
-                *s.last.lock() = Some((before, Instant::now() + latency, sound));
+                if let Some(over) = over {
+                    // A device that takes sound as fast as it is given is
+                    // held to real time's pace (at most a buffer's time per
+                    // call), so the sound is not used up at once.
+                    let buffer = Duration::from_secs_f64(frames as f64 / s.rate);
+                    std::thread::sleep(over.min(buffer));
+                }
             },
             {
                 let s = Arc::clone(shared);
@@ -224,7 +228,7 @@ impl Sink for DeviceSink {
 
     fn describe(&self) -> String {
         let failed = if self.shared.ran_ahead.load(Relaxed) {
-            " (it took sound faster than real time, so it keeps no clock; the player's own clock took over)"
+            " (it took sound faster than real time, so its clock is not followed; the player's own clock took over)"
         } else if self.keeps_time() {
             ""
         } else {

@@ -63,9 +63,35 @@ impl Lead {
     }
 }
 
+/// Whether a frame due at `pts` for `period`, started now (play time
+/// `now`) and needing `needs`, would be on the GPU only after its time has
+/// passed. Never while the clock stands still: a paused step or seek waits
+/// for its frame, however long it takes.
+pub(super) fn too_late(
+    now: Option<Duration>,
+    paused: bool,
+    needs: Duration,
+    pts: Duration,
+    period: Duration,
+) -> bool {
+    !paused && now.is_some_and(|now| now + needs > pts + period)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frame_is_too_late_only_while_the_clock_runs() {
+        let ms = Duration::from_millis;
+        // Due at 100 ms for 40: started at 90 ms, it needs at most 50.
+        assert!(!too_late(Some(ms(90)), false, ms(50), ms(100), ms(40)));
+        assert!(too_late(Some(ms(90)), false, ms(51), ms(100), ms(40)));
+        // Paused on it (a step, a seek): never too late.
+        assert!(!too_late(Some(ms(100)), true, ms(500), ms(100), ms(40)));
+        // Before the clock starts: never too late.
+        assert!(!too_late(None, false, ms(500), ms(100), ms(40)));
+    }
 
     #[test]
     fn the_lead_follows_recent_decodes_and_uploads() {

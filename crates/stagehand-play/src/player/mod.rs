@@ -1039,10 +1039,13 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
             let lead = &shared.counters.lead;
             let too_late = |needs: Duration| {
                 realtime
-                    && shared
-                        .clock
-                        .now()
-                        .is_some_and(|now| now + needs > pts + shared.period)
+                    && lead::too_late(
+                        shared.clock.now(),
+                        shared.clock.paused(),
+                        needs,
+                        pts,
+                        shared.period,
+                    )
             };
             let skip = || {
                 let next = shared.route.position(k + 1).unwrap_or(pos + 1);
@@ -1055,15 +1058,18 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
                     skipped.pop_front();
                 }
             };
-            if too_late(lead.before(cache.contains(pos))) {
+            // A frame on the device already needs neither decode nor upload.
+            let tier = shared.tier.as_ref().filter(|t| t.residency.contains(pos));
+            let needs = match tier {
+                Some(_) => Duration::ZERO,
+                None => lead.before(cache.contains(pos)),
+            };
+            if too_late(needs) {
                 skip();
                 return Ok(());
             }
             cache.set_playhead(pos);
-            if let Some(tier) = &shared.tier
-                && tier.residency.contains(pos)
-            {
-                // On the device already: no decode, no upload.
+            if let Some(tier) = tier {
                 if !tier.handoff.leave_to_tier(k) {
                     return Err(PlayError::Upload(UploadError::Released));
                 }

@@ -164,6 +164,15 @@ impl Decoder {
     ) -> Result<Frame, String> {
         loop {
             let Some(i) = self.next(index)? else {
+                let short = self.at.is_none_or(|i| i + 1 < want);
+                if self.intra_only && self.skip_before.is_some() && short && want > 0 {
+                    // The frames before it were left unread: decode the
+                    // one just before it, to stand in as it would have.
+                    self.skip_before = None;
+                    self.seek(want - 1, index)?;
+                    sought = Some(want - 1);
+                    continue;
+                }
                 return match self.at {
                     // The stream ended before the frame (one the index
                     // had but the decoder did not give): the last frame
@@ -217,10 +226,7 @@ impl Decoder {
     fn next(&mut self, index: &Index) -> Result<Option<usize>, String> {
         loop {
             match self.video.receive_frame(&mut self.incoming) {
-                Ok(()) => {
-                    std::mem::swap(&mut self.scratch, &mut self.incoming);
-                    return self.take(index).map(Some);
-                }
+                Ok(()) => return self.take(index).map(Some),
                 Err(ffmpeg::Error::Eof) => return Ok(None),
                 Err(ffmpeg::Error::Other { errno }) if errno == ffmpeg::error::EAGAIN => {}
                 Err(e) => return Err(format!("decoding failed: {e}")),
@@ -281,9 +287,10 @@ impl Decoder {
         }
     }
 
-    /// Checks the frame just received and works out its index.
+    /// Checks the frame just received and works out its index; it becomes
+    /// the last frame decoded.
     fn take(&mut self, index: &Index) -> Result<usize, String> {
-        let got = planes::describe(&self.scratch)?;
+        let got = planes::describe(&self.incoming)?;
         let info = *self.info.get_or_insert(got);
         if (got.width, got.height, got.yuv.map(|y| (y.chroma, y.bits)))
             != (
@@ -296,12 +303,15 @@ impl Decoder {
                 "a frame is {}x{} {:?} where the movie starts {}x{} {:?}: the player needs one size and format",
                 got.width,
                 got.height,
-                self.scratch.format(),
+                self.incoming.format(),
                 info.width,
                 info.height,
                 got.yuv.map(|y| y.chroma)
             ));
         }
+        // Taken: it becomes the last frame decoded (a frame refused above
+        // is not, and the one before it still stands in at the end).
+        std::mem::swap(&mut self.scratch, &mut self.incoming);
         let pts = self.scratch.timestamp().or(self.scratch.pts());
         let i = match pts.and_then(|p| index.frame_at(p)) {
             Some(i) => i,

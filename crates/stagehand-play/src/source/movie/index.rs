@@ -31,7 +31,8 @@ pub(super) struct Index {
     /// after the last frame indexed.
     pub damage: Option<String>,
     /// Every frame is a keyframe (ProRes, DNxHR, FFV1...): no frame
-    /// refers to another, so one can be left out unread.
+    /// refers to another, so one can be left out unread. From the packets'
+    /// marks; [`Movie::open`](super::Movie::open) also asks the codec.
     pub intra_only: bool,
 }
 

@@ -63,11 +63,36 @@ pub fn nominal_rate(path: &Path) -> Option<f64> {
 }
 
 /// A stream's frame rate: its average rate; for a variable rate (a base
-/// rate above the average), the base rate where it is one the player runs
-/// at, so each frame is on screen from its own time. Else whichever of the
-/// two is a rate the player runs at.
+/// rate above the average, not twice it: that is an interlaced stream's
+/// field rate), the base rate where it is one the player runs at, so each
+/// frame is on screen from its own time. Else whichever of the two is a
+/// rate the player runs at.
 fn rate_of(stream: &ffmpeg::format::stream::Stream<'_>) -> Option<f64> {
     pick_rate(f64::from(stream.avg_frame_rate()), f64::from(stream.rate()))
+}
+
+/// Whether each of `codec`'s frames stands alone: the intra-only codecs
+/// of picture work. Others (unknown ones too) are taken as referring
+/// between frames, which is always safe: they are decoded forward and
+/// sought at keyframes. (FFmpeg's codec descriptors say it too, but only
+/// through a raw pointer, and the workspace has no unsafe code.)
+fn codec_is_intra_only(codec: ffmpeg::codec::Id) -> bool {
+    use ffmpeg::codec::Id;
+    matches!(
+        codec,
+        Id::PRORES
+            | Id::DNXHD
+            | Id::FFV1
+            | Id::MJPEG
+            | Id::JPEG2000
+            | Id::CFHD
+            | Id::HQX
+            | Id::HAP
+            | Id::UTVIDEO
+            | Id::MAGICYUV
+            | Id::HUFFYUV
+            | Id::FFVHUFF
+    )
 }
 
 /// The most ticks a second a variable-rate movie is shown at: base rates
@@ -76,8 +101,13 @@ const MAX_BASE_RATE: f64 = 120.0;
 
 fn pick_rate(average: f64, base: f64) -> Option<f64> {
     let usable = |r: f64| r.is_finite() && (0.1..=1000.0).contains(&r);
+    // A base rate twice the average is an interlaced stream's field rate:
+    // its frames come at the average.
+    let field_rate = (base / average - 2.0).abs() < 0.002;
     match (usable(average), usable(base)) {
-        (true, true) if base > average * 1.001 && base <= MAX_BASE_RATE => Some(base),
+        (true, true) if base > average * 1.001 && base <= MAX_BASE_RATE && !field_rate => {
+            Some(base)
+        }
         (true, _) => Some(average),
         (false, true) => Some(base),
         (false, false) => None,
@@ -127,6 +157,9 @@ impl Movie {
         let declared = input.duration();
         let mut index = Index::read(&mut input, stream_index, time_base, rate);
         drop(input);
+        // A container may mark every frame a keyframe (a MOV without a
+        // sync-sample table) for a codec whose frames refer to others.
+        index.intra_only &= codec_is_intra_only(codec);
         index.check_length(declared, rate);
         if index.frames.is_empty() {
             return Err(decode_error(match &index.damage {
@@ -252,7 +285,30 @@ impl Frames for Movie {
 
 #[cfg(test)]
 mod tests {
-    use super::pick_rate;
+    use super::{codec_is_intra_only, pick_rate};
+    use ffmpeg_next::codec::Id;
+
+    #[test]
+    fn intra_only_is_the_codecs_word_not_the_containers() {
+        for id in [Id::PRORES, Id::DNXHD, Id::FFV1, Id::MJPEG] {
+            assert!(codec_is_intra_only(id), "{id:?}");
+        }
+        for id in [Id::H264, Id::HEVC, Id::VP9, Id::AV1] {
+            assert!(!codec_is_intra_only(id), "{id:?}");
+        }
+    }
+
+    #[test]
+    fn an_interlaced_movies_field_rate_is_not_taken_for_its_frame_rate() {
+        // 1080i25 H.264: a base rate of 50 fields, 25 frames on average.
+        assert_eq!(pick_rate(25.0, 50.0), Some(25.0));
+        assert_eq!(
+            pick_rate(30000.0 / 1001.0, 60000.0 / 1001.0),
+            Some(30000.0 / 1001.0)
+        );
+        // Three times over is no field rate: variable.
+        assert_eq!(pick_rate(8.0, 24.0), Some(24.0));
+    }
 
     #[test]
     fn a_variable_rate_ticks_at_its_base_rate_within_bounds() {
