@@ -6,20 +6,11 @@
 //! the summary says why. Skipped, saying so, without the `ffmpeg` command
 //! or ALSA's library.
 
+mod movie_files;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn has(command: &str, arg: &str, test: &str) -> bool {
-    let ok = Command::new(command)
-        .arg(arg)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED {test}: no {command} command");
-    }
-    ok
-}
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("stagehand-{name}-{}", std::process::id()));
@@ -31,26 +22,15 @@ fn temp_dir(name: &str) -> PathBuf {
 /// A 3-second movie with a click each second.
 fn clicking_movie(dir: &Path) -> PathBuf {
     let path = dir.join("clicks.mp4");
-    let out = Command::new("ffmpeg")
-        .args(["-v", "error", "-y", "-f", "lavfi"])
-        .args(["-i", "testsrc2=size=128x96:rate=24", "-f", "lavfi"])
-        .args(["-i", "aevalsrc='if(lt(mod(t,1),0.005),0.9,0)':s=48000"])
-        .args(["-t", "3", "-c:v", "libx264", "-c:a", "aac"])
-        .arg(&path)
-        .output()
-        .expect("ffmpeg runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let video = "testsrc2=size=128x96:rate=24";
+    movie_files::write_clicking_movie(&path, video, 3, &["-c:v", "libx264"]);
     path
 }
 
 #[test]
 fn a_sound_device_that_keeps_no_clock_is_not_followed_and_the_summary_says_so() {
     let test = "null sound device";
-    if !has("ffmpeg", "-version", test) {
+    if !movie_files::has_ffmpeg(test) {
         return;
     }
     let has_alsa = Path::new("/usr/share/alsa/alsa.conf").is_file();

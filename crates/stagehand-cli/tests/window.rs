@@ -6,6 +6,7 @@
 //! the tests say so and skip (CI installs them: see `.ci/run`).
 
 mod common;
+mod movie_files;
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -769,12 +770,7 @@ on_both_adapters!(
 /// sound at every second.
 /// `None` (said on standard error) without the command.
 fn write_movie(name: &str) -> Option<PathBuf> {
-    let ok = Command::new("ffmpeg")
-        .arg("-version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped {name}: no ffmpeg command to write the movie with");
+    if !movie_files::has_ffmpeg(name) {
         return None;
     }
     let dir = std::env::temp_dir().join(format!("stagehand-window-{name}-{}", std::process::id()));
@@ -783,22 +779,10 @@ fn write_movie(name: &str) -> Option<PathBuf> {
     let path = dir.join("cycle.mp4");
     let video = "color=black:size=64x48:rate=24,format=rgb24,\
                  geq=r='10+5*N':g='245-5*N':b='100+60*mod(N,2)'";
-    let audio = "aevalsrc='if(lt(mod(t,1),0.005),0.9,0)':s=48000";
-    let out = Command::new("ffmpeg")
-        .args(["-v", "error", "-y", "-f", "lavfi", "-i", video])
-        .args(["-f", "lavfi", "-i", audio, "-t", "2"])
-        .args([
-            "-c:v", "libx264", "-qp", "0", "-g", "12", "-pix_fmt", "yuv444p",
-        ])
-        .args(["-c:a", "aac"])
-        .arg(&path)
-        .output()
-        .expect("ffmpeg runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let encode = [
+        "-c:v", "libx264", "-qp", "0", "-g", "12", "-pix_fmt", "yuv444p",
+    ];
+    movie_files::write_clicking_movie(&path, video, 2, &encode);
     Some(path)
 }
 
