@@ -1060,9 +1060,10 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
             };
             // A frame on the device already needs neither decode nor upload.
             let tier = shared.tier.as_ref().filter(|t| t.residency.contains(pos));
+            let hit = cache.contains(pos);
             let needs = match tier {
                 Some(_) => Duration::ZERO,
-                None => lead.before(cache.contains(pos)),
+                None => lead.before(hit),
             };
             if too_late(needs) {
                 skip();
@@ -1077,7 +1078,6 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
                 return Ok(());
             }
             let asked = Instant::now();
-            let hit = cache.contains(pos);
             let fetched = cache.fetch_while(pos, || !too_late(lead.before(true)));
             if !hit {
                 lead.decoded(asked.elapsed());

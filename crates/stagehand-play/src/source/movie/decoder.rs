@@ -106,7 +106,7 @@ impl Decoder {
             since_seek: 0,
             skip_before: None,
             skipping: false,
-            intra_only: false,
+            intra_only,
             scratch: ffmpeg::frame::Video::empty(),
             incoming: ffmpeg::frame::Video::empty(),
         })
@@ -132,7 +132,6 @@ impl Decoder {
         {
             return Ok(f.clone());
         }
-        self.intra_only = index.intra_only;
         let near = if self.intra_only {
             INTRA_RUN_AHEAD
         } else {
