@@ -128,8 +128,6 @@ struct State {
     consumed: Option<usize>,
     stats: CacheStats,
     closed: bool,
-    /// Until then the cache does not grow ([`FrameCache::hold_back`]).
-    held_back_until: Option<std::time::Instant>,
 }
 
 /// Decoded frames under a byte budget; see the module documentation.
@@ -179,7 +177,6 @@ impl FrameCache {
                     ..CacheStats::default()
                 },
                 closed: false,
-                held_back_until: None,
             }),
             changed: Condvar::new(),
         }
@@ -245,24 +242,6 @@ impl FrameCache {
         self.changed.notify_all();
     }
 
-    /// Keeps the cache from growing for `time`: frames decoded meanwhile
-    /// are handed to the player once and not retained, and decoding runs
-    /// only the hand-over ahead, as with no budget. For a realtime player
-    /// that is dropping frames: memory the cache takes for the first time
-    /// costs the kernel's time to clear it (12 MB a 4K frame), time the
-    /// frames still to come lack. Frames held stay held.
-    pub fn hold_back(&self, time: Duration) {
-        let until = std::time::Instant::now() + time;
-        let mut state = self.state.lock();
-        state.held_back_until = Some(state.held_back_until.map_or(until, |t| t.max(until)));
-    }
-
-    fn held_back(state: &State) -> bool {
-        state
-            .held_back_until
-            .is_some_and(|t| std::time::Instant::now() < t)
-    }
-
     /// The next position a decoder should decode, marked as claimed;
     /// waits while every useful position is held or claimed. `None` once
     /// the cache is closed.
@@ -276,15 +255,7 @@ impl FrameCache {
                 state.claimed.insert(pos);
                 return Some(pos);
             }
-            match state.held_back_until {
-                // When the hold ends, decoding may run ahead again.
-                Some(until) if Self::held_back(&state) => {
-                    self.changed.wait_until(&mut state, until);
-                }
-                _ => {
-                    self.changed.wait(&mut state);
-                }
-            }
+            self.changed.wait(&mut state);
         }
     }
 
@@ -298,7 +269,7 @@ impl FrameCache {
             .filter(|&&p| matches!(self.place(state.playhead, p), Place::Behind(_)))
             .count();
         let room = self.capacity().saturating_sub(behind_held);
-        if self.capacity() == 0 || Self::held_back(state) {
+        if self.capacity() == 0 {
             self.config.hand_over
         } else {
             room.max(1)
@@ -323,8 +294,7 @@ impl FrameCache {
         }
         let window = self.window(state);
         let start = usize::from(state.consumed == Some(state.playhead));
-        let aside_room = (self.capacity() == 0 || Self::held_back(state))
-            && state.aside.len() < self.config.hand_over;
+        let aside_room = self.capacity() == 0 && state.aside.len() < self.config.hand_over;
         let mut frames = 0;
         for d in start..self.len {
             let p = if self.config.looped {
@@ -355,7 +325,7 @@ impl FrameCache {
     /// useful frames to evict for it).
     fn fits(&self, state: &State, pos: usize) -> bool {
         let need = self.frame_bytes;
-        if need > self.config.budget || Self::held_back(state) {
+        if need > self.config.budget {
             return false;
         }
         let free = self.config.budget - state.stats.bytes;
@@ -411,10 +381,9 @@ impl FrameCache {
             return true;
         }
         let rank = self.rank(state.playhead, pos);
-        let held_back = Self::held_back(state);
         // Evict the least useful frames while they are less useful than
         // this one and it does not fit.
-        while !held_back && state.stats.bytes + need > self.config.budget {
+        while state.stats.bytes + need > self.config.budget {
             let victim = state
                 .held
                 .keys()
@@ -428,7 +397,7 @@ impl FrameCache {
                 state.stats.evicted += 1;
             }
         }
-        let kept = !held_back && state.stats.bytes + need <= self.config.budget;
+        let kept = state.stats.bytes + need <= self.config.budget;
         if kept {
             state.stats.bytes += need;
             state.stats.peak_bytes = state.stats.peak_bytes.max(state.stats.bytes);
@@ -682,47 +651,6 @@ mod tests {
         assert!(matches!(c.fetch_while(3, || false), Ok(Ok(_))), "a hit");
         c.close();
         assert_eq!(c.fetch_while(4, || true).map(|_| ()), Err(Closed::Closed));
-    }
-
-    #[test]
-    fn a_held_back_cache_hands_frames_over_without_keeping_them_then_grows_again() {
-        let c = cache(4, false, 10);
-        c.set_playhead(0);
-        // Long enough that a loaded machine does not end it early.
-        c.hold_back(Duration::from_secs(60));
-        // Decoders run only the hand-over (1) ahead, as with no budget.
-        assert_eq!(c.claim(), Some(0));
-        c.complete(0, Ok(frame(0)));
-        assert!(!c.contains(0), "handed over once, not kept");
-        assert_eq!(c.stats().bytes, 0);
-        assert!(matches!(c.fetch(0), Ok(Ok(_))));
-        c.set_playhead(1);
-        assert_eq!(c.claim(), Some(1));
-        {
-            let state = c.state.lock();
-            assert_eq!(c.wanted(&state), None, "nothing past the hand-over");
-        }
-        c.complete(1, Ok(frame(1)));
-        assert!(!c.contains(1));
-    }
-
-    #[test]
-    fn a_decoder_waiting_out_a_hold_back_claims_again_when_it_ends() {
-        let c = std::sync::Arc::new(cache(4, false, 10));
-        c.set_playhead(0);
-        c.insert_frame(0, frame(0));
-        let hold = Duration::from_millis(200);
-        c.hold_back(hold);
-        let started = std::time::Instant::now();
-        // 0 is held; the hand-over (1 ahead) is full: nothing is wanted
-        // until the hold ends, and nothing else wakes the decoder.
-        let claimed = {
-            let c = std::sync::Arc::clone(&c);
-            std::thread::spawn(move || c.claim())
-        };
-        assert_eq!(claimed.join().unwrap(), Some(1), "grows again");
-        assert!(started.elapsed() >= hold, "{:?}", started.elapsed());
-        assert!(c.insert_frame(1, frame(1)), "kept once the hold is over");
     }
 
     #[test]

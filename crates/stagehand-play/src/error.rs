@@ -66,6 +66,9 @@ pub enum PlayError {
     /// The upload engine refused.
     #[error(transparent)]
     Upload(#[from] UploadError),
+    /// Memory for a frame could not be had.
+    #[error("frame memory: {0}")]
+    Memory(#[from] stagehand_gpu::pool::PoolError),
     /// The GPU refused.
     #[error(transparent)]
     Gpu(#[from] stagehand_gpu::Error),

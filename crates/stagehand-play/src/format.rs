@@ -1,10 +1,8 @@
 //! Texture formats: which one a source gets (`--format`), what precision
-//! that costs, and the copy of a decoded frame into staging memory that
-//! expands grey and RGB to RGBA and converts samples on the way.
+//! that costs, and the copy of a frame's texels into staging memory.
 
 use crate::PlayError;
 use crate::source::{Frame, FrameInfo, SampleType};
-use half::f16;
 use serde::Serialize;
 
 /// The texture format asked for (`--format`).
@@ -155,138 +153,9 @@ pub fn texel_bytes(format: wgpu::TextureFormat) -> usize {
     }
 }
 
-/// One sample, read from a frame as the texture format wants it.
-trait Target: Copy {
-    const ONE: Self;
-    const SIZE: usize;
-    fn from_u8(v: u8) -> Self;
-    fn from_u16(v: u16) -> Self;
-    fn from_f16(v: f16) -> Self;
-    fn from_f32(v: f32) -> Self;
-    fn put(self, out: &mut [u8]);
-}
-
-impl Target for u8 {
-    const ONE: Self = u8::MAX;
-    const SIZE: usize = 1;
-    fn from_u8(v: u8) -> Self {
-        v
-    }
-    fn from_u16(v: u16) -> Self {
-        // Rounds to nearest: v * 255 / 65535 = v / 257.
-        ((u32::from(v) + 128) / 257) as u8
-    }
-    fn from_f16(v: f16) -> Self {
-        Self::from_f32(v.to_f32())
-    }
-    fn from_f32(v: f32) -> Self {
-        (v.clamp(0.0, 1.0) * 255.0).round() as u8
-    }
-    fn put(self, out: &mut [u8]) {
-        out[0] = self;
-    }
-}
-
-impl Target for u16 {
-    const ONE: Self = u16::MAX;
-    const SIZE: usize = 2;
-    fn from_u8(v: u8) -> Self {
-        u16::from(v) * 257
-    }
-    fn from_u16(v: u16) -> Self {
-        v
-    }
-    fn from_f16(v: f16) -> Self {
-        Self::from_f32(v.to_f32())
-    }
-    fn from_f32(v: f32) -> Self {
-        (v.clamp(0.0, 1.0) * 65535.0).round() as u16
-    }
-    fn put(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_ne_bytes());
-    }
-}
-
-impl Target for f16 {
-    const ONE: Self = f16::ONE;
-    const SIZE: usize = 2;
-    fn from_u8(v: u8) -> Self {
-        f16::from_f32(f32::from(v) / 255.0)
-    }
-    fn from_u16(v: u16) -> Self {
-        f16::from_f32(f32::from(v) / 65535.0)
-    }
-    fn from_f16(v: f16) -> Self {
-        v
-    }
-    fn from_f32(v: f32) -> Self {
-        f16::from_f32(v)
-    }
-    fn put(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_bits().to_ne_bytes());
-    }
-}
-
-impl Target for f32 {
-    const ONE: Self = 1.0;
-    const SIZE: usize = 4;
-    fn from_u8(v: u8) -> Self {
-        f32::from(v) / 255.0
-    }
-    fn from_u16(v: u16) -> Self {
-        f32::from(v) / 65535.0
-    }
-    fn from_f16(v: f16) -> Self {
-        v.to_f32()
-    }
-    fn from_f32(v: f32) -> Self {
-        v
-    }
-    fn put(self, out: &mut [u8]) {
-        out.copy_from_slice(&self.to_ne_bytes());
-    }
-}
-
-fn read<T: Target>(sample: SampleType, b: &[u8]) -> T {
-    match sample {
-        SampleType::U8 => T::from_u8(b[0]),
-        SampleType::U16 => T::from_u16(u16::from_ne_bytes([b[0], b[1]])),
-        SampleType::F16 => T::from_f16(f16::from_bits(u16::from_ne_bytes([b[0], b[1]]))),
-        SampleType::F32 => T::from_f32(f32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
-    }
-}
-
-/// Converts one source row into one RGBA row of `T` samples.
-fn convert_row<T: Target>(info: &FrameInfo, src: &[u8], dst: &mut [u8]) {
-    let s = info.sample.bytes();
-    let channels = info.channels as usize;
-    let px_in = s * channels;
-    for (px, out) in src
-        .chunks_exact(px_in)
-        .zip(dst.chunks_exact_mut(4 * T::SIZE))
-    {
-        let c = |i: usize| read::<T>(info.sample, &px[i * s..]);
-        let rgba = match channels {
-            1 => {
-                let g = c(0);
-                [g, g, g, T::ONE]
-            }
-            2 => {
-                let g = c(0);
-                [g, g, g, c(1)]
-            }
-            3 => [c(0), c(1), c(2), T::ONE],
-            _ => [c(0), c(1), c(2), c(3)],
-        };
-        for (v, o) in rgba.into_iter().zip(out.chunks_exact_mut(T::SIZE)) {
-            v.put(o);
-        }
-    }
-}
-
-/// Whether `frame`'s rows are already texels of `texture`: RGBA at the
-/// texture's precision, or packed Y'CbCr planes.
-fn is_identity(info: &FrameInfo, texture: wgpu::TextureFormat) -> bool {
+/// Whether rows of frames like `info` already are texels of `texture`:
+/// RGBA at the texture's precision, or packed Y'CbCr planes.
+pub fn is_texels(info: &FrameInfo, texture: wgpu::TextureFormat) -> bool {
     if info.yuv.is_some() {
         return matches!(
             (info.sample, texture),
@@ -307,117 +176,44 @@ fn is_identity(info: &FrameInfo, texture: wgpu::TextureFormat) -> bool {
         )
 }
 
-/// Writes `frame` into staging memory as RGBA texels of `texture`, one
-/// row every `pitch` bytes: a plain copy of each row where the frame is
-/// already RGBA at the texture's precision, else one conversion pass.
+/// Copies `frame`, texels of `texture` already ([`crate::convert`] made
+/// them on a decode thread), into staging memory, one row every `pitch`
+/// bytes: a plain copy of each row, nothing converted. A frame that is not
+/// texels of `texture` is refused, leaving staging as it was.
 pub fn fill_staging(
     frame: &Frame,
     texture: wgpu::TextureFormat,
     out: &mut wgpu::WriteOnly<'_, [u8]>,
     pitch: usize,
-) {
+) -> Result<(), NotTexels> {
     let info = &frame.info;
-    let (width, height) = info.texture_size();
-    let src_row = info.row_bytes();
-    let dst_row = width as usize * texel_bytes(texture);
-    let rows = frame.data.chunks_exact(src_row).take(height as usize);
-    if is_identity(info, texture) {
-        for (y, row) in rows.enumerate() {
-            out.slice(y * pitch..y * pitch + dst_row)
-                .copy_from_slice(row);
-        }
-        return;
+    if !is_texels(info, texture) {
+        return Err(NotTexels {
+            info: *info,
+            texture,
+        });
     }
-    let mut converted = vec![0u8; dst_row];
-    let mut scratch = Scratch::default();
-    for (y, row) in rows.enumerate() {
-        if !scratch.floats_to_halves(info, texture, row, &mut converted) {
-            convert_into(info, texture, row, &mut converted);
-        }
-        out.slice(y * pitch..y * pitch + dst_row)
-            .copy_from_slice(&converted);
+    let (_, height) = info.texture_size();
+    let row = info.row_bytes();
+    for (y, src) in frame.data.chunks_exact(row).take(height as usize).enumerate() {
+        out.slice(y * pitch..y * pitch + row).copy_from_slice(src);
     }
+    Ok(())
 }
 
-/// Row buffers for the float-to-half path, reused from row to row.
-#[derive(Default)]
-struct Scratch {
-    rgba: Vec<f32>,
-    halves: Vec<f16>,
-}
-
-impl Scratch {
-    /// The common float EXR case, float samples into a half-float
-    /// texture, done a row at a time: expand to RGBA floats, then convert
-    /// the whole row with the `half` crate's slice conversion (vectorised
-    /// where the CPU has F16C) instead of sample by sample. Returns
-    /// `false` for any other pair, which the general path converts.
-    fn floats_to_halves(
-        &mut self,
-        info: &FrameInfo,
-        texture: wgpu::TextureFormat,
-        src: &[u8],
-        dst: &mut [u8],
-    ) -> bool {
-        use half::slice::HalfFloatSliceExt;
-        if info.sample != SampleType::F32 || texture != wgpu::TextureFormat::Rgba16Float {
-            return false;
-        }
-        let width = info.width as usize;
-        let channels = info.channels as usize;
-        self.rgba.clear();
-        self.rgba.reserve(width * 4);
-        for px in src.chunks_exact(4 * channels).take(width) {
-            let c = |i: usize| {
-                f32::from_ne_bytes([px[4 * i], px[4 * i + 1], px[4 * i + 2], px[4 * i + 3]])
-            };
-            let rgba = match channels {
-                1 => [c(0), c(0), c(0), 1.0],
-                2 => [c(0), c(0), c(0), c(1)],
-                3 => [c(0), c(1), c(2), 1.0],
-                _ => [c(0), c(1), c(2), c(3)],
-            };
-            self.rgba.extend_from_slice(&rgba);
-        }
-        self.halves.resize(self.rgba.len(), f16::ZERO);
-        self.halves.convert_from_f32_slice(&self.rgba);
-        for (h, out) in self.halves.iter().zip(dst.chunks_exact_mut(2)) {
-            out.copy_from_slice(&h.to_bits().to_ne_bytes());
-        }
-        true
-    }
-}
-
-/// Converts one source row into RGBA texels of `texture`.
-pub fn convert_into(info: &FrameInfo, texture: wgpu::TextureFormat, src: &[u8], dst: &mut [u8]) {
-    match texture {
-        wgpu::TextureFormat::Rgba8Unorm => convert_row::<u8>(info, src, dst),
-        wgpu::TextureFormat::Rgba16Unorm => convert_row::<u16>(info, src, dst),
-        wgpu::TextureFormat::Rgba16Float => convert_row::<f16>(info, src, dst),
-        _ => convert_row::<f32>(info, src, dst),
-    }
-}
-
-/// A whole frame as tightly packed RGBA texels of `texture`: what the
-/// texture holds once the frame lands (tests compare read-backs with it).
-pub fn to_texels(frame: &Frame, texture: wgpu::TextureFormat) -> Vec<u8> {
-    let info = &frame.info;
-    let dst_row = info.width as usize * texel_bytes(texture);
-    let mut out = vec![0u8; dst_row * info.height as usize];
-    for (src, dst) in frame
-        .data
-        .chunks_exact(info.row_bytes())
-        .zip(out.chunks_exact_mut(dst_row))
-    {
-        convert_into(info, texture, src, dst);
-    }
-    out
+/// A frame handed to the upload that is not yet texels of its texture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a {}-channel {:?} frame is not texels of {texture:?}: it must be converted before its upload", info.channels, info.sample)]
+pub struct NotTexels {
+    /// The frame.
+    pub info: FrameInfo,
+    /// The texture it was to fill.
+    pub texture: wgpu::TextureFormat,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
 
     fn info(channels: u8, sample: SampleType) -> FrameInfo {
         FrameInfo {
@@ -426,75 +222,6 @@ mod tests {
             channels,
             sample,
             yuv: None,
-        }
-    }
-
-    #[test]
-    fn grey_and_rgb_expand_with_opaque_alpha() {
-        let grey = Frame {
-            info: info(1, SampleType::U8),
-            data: Bytes::from_static(&[10, 200]),
-        };
-        assert_eq!(
-            to_texels(&grey, wgpu::TextureFormat::Rgba8Unorm),
-            [10, 10, 10, 255, 200, 200, 200, 255]
-        );
-        let rgb16: Vec<u8> = [1u16, 2, 3, 65535, 0, 7]
-            .iter()
-            .flat_map(|v| v.to_ne_bytes())
-            .collect();
-        let frame = Frame {
-            info: info(3, SampleType::U16),
-            data: Bytes::from(rgb16),
-        };
-        let texels = to_texels(&frame, wgpu::TextureFormat::Rgba16Unorm);
-        let values: Vec<u16> = texels
-            .chunks_exact(2)
-            .map(|b| u16::from_ne_bytes([b[0], b[1]]))
-            .collect();
-        assert_eq!(values, [1, 2, 3, 65535, 65535, 0, 7, 65535]);
-    }
-
-    #[test]
-    fn half_floats_keep_their_bits() {
-        let bits = [0x3C00u16, 0x7BFF, 0x0001, 0xC000];
-        let data: Vec<u8> = bits.iter().flat_map(|v| v.to_ne_bytes()).collect();
-        let frame = Frame {
-            info: FrameInfo {
-                width: 1,
-                height: 1,
-                channels: 4,
-                sample: SampleType::F16,
-                yuv: None,
-            },
-            data: Bytes::from(data.clone()),
-        };
-        assert_eq!(to_texels(&frame, wgpu::TextureFormat::Rgba16Float), data);
-    }
-
-    #[test]
-    fn the_float_to_half_row_path_matches_the_sample_path() {
-        let values = [0.0f32, 1.0, -2.5, 65504.0, 1e-8, 0.18, 7.0e5, f32::NAN];
-        for channels in 1..=4u8 {
-            let info = FrameInfo {
-                width: 2,
-                height: 1,
-                channels,
-                sample: SampleType::F32,
-                yuv: None,
-            };
-            let src: Vec<u8> = values
-                .iter()
-                .cycle()
-                .take(2 * channels as usize)
-                .flat_map(|v| v.to_ne_bytes())
-                .collect();
-            let mut fast = vec![0u8; 16];
-            let mut slow = vec![0u8; 16];
-            let texture = wgpu::TextureFormat::Rgba16Float;
-            assert!(Scratch::default().floats_to_halves(&info, texture, &src, &mut fast));
-            convert_into(&info, texture, &src, &mut slow);
-            assert_eq!(fast, slow, "{channels} channel(s)");
         }
     }
 

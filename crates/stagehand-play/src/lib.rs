@@ -12,8 +12,10 @@
 
 pub mod audio;
 pub mod cache;
+pub mod convert;
 mod error;
 pub mod format;
+pub mod frame_buffers;
 pub mod gpu_cache;
 pub mod options;
 pub mod pattern;
@@ -35,6 +37,6 @@ pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
 pub use player::{engine_config, play, play_in, wanted_features};
 pub use render::{Display, Renderer, Transfer};
 pub use source::natural_cmp;
-pub use summary::{AudioSummary, Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
+pub use summary::{AudioSummary, FrameBufferStats, Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
 pub use transport::Command;
 pub use window::{PresentChoice, Screen, WindowOptions};

@@ -60,6 +60,18 @@ pub struct SavedTick {
     pub frame: Option<i64>,
 }
 
+/// What the frame buffers did: frames written into memory allocated for
+/// them, and into memory an earlier frame gave back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FrameBufferStats {
+    /// Buffers allocated (touched for the first time by their frame).
+    pub allocated: u64,
+    /// Buffers reused.
+    pub reused: u64,
+    /// Most bytes of buffers held at once.
+    pub peak_bytes: u64,
+}
+
 /// One pass over the sequence (looping plays several).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct PassStats {
@@ -149,6 +161,9 @@ pub struct PlaySummary {
     pub cache: Option<CacheStats>,
     /// The GPU tier of the cache; `None` without `--gpu-cache`.
     pub gpu_cache: Option<GpuCacheStats>,
+    /// The host buffers decoded frames were written into; `None` for
+    /// synthetic frames.
+    pub frame_buffers: Option<FrameBufferStats>,
     /// Highest bytes the staging pool held.
     pub peak_staging: u64,
     /// Highest texture bytes alive.
@@ -360,6 +375,17 @@ impl PlaySummary {
                     c.evicted,
                     human_bytes(c.peak_bytes),
                     human_bytes(c.budget)
+                )),
+            ));
+        }
+        if let Some(b) = &self.frame_buffers {
+            fields.push((
+                "frame buffers".into(),
+                Cell::text(format!(
+                    "{} allocated, {} reused; peak {}",
+                    b.allocated,
+                    b.reused,
+                    human_bytes(b.peak_bytes)
                 )),
             ));
         }

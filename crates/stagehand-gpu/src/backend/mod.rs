@@ -5,9 +5,11 @@
 //! - `cuda` (feature `cuda`): NVIDIA GPUs through the CUDA driver,
 //!   loaded at run time.
 //! - [`fault`]: a pool backend with faults on demand, for tests.
+//! - [`host`]: host memory, for CPU buffers pooled like device memory.
 
 #[cfg(feature = "cuda")]
 #[allow(unsafe_code)] // the driver API is C; every call is wrapped here
 pub mod cuda;
 pub mod fault;
+pub mod host;
 pub mod wgpu;

@@ -7,6 +7,7 @@
 //! looping. Ticks on a gap push nothing, so the previous frame stays up.
 
 mod clock;
+mod decode;
 mod lead;
 mod output;
 mod run;
@@ -14,6 +15,7 @@ mod run;
 use crate::PlayError;
 use crate::cache::{CacheConfig, Closed, FrameCache};
 use crate::format::{self, FormatPlan};
+use crate::frame_buffers::FrameBuffers;
 use crate::gpu_cache::{GpuCache, Handoff, Residency};
 use crate::options::{Mode, PlayOptions, Preroll};
 use crate::pattern;
@@ -22,11 +24,11 @@ use crate::render::{Display, Renderer, read_texture};
 use crate::source::{
     self, Frame, FrameInfo, Frames, SampleType, Sequence, SequenceFrames, check_size,
 };
-use crate::summary::{Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
+use crate::summary::{FrameBufferStats, Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
 use crate::transport::{Claim, Route};
 use crate::window::{Screen, SurfaceInfo};
 use clock::Clock;
-use lead::Lead;
+use lead::{Decision, Have, Lead, Moment};
 use output::{Output, Windowed};
 use parking_lot::Mutex;
 use run::Run;
@@ -72,10 +74,6 @@ enum Feed {
     },
 }
 
-/// How long a realtime player that skipped a frame keeps the frame cache
-/// from growing.
-const HOLD_BACK: Duration = Duration::from_secs(1);
-
 /// Pushes remembered by tick: more than the producer can run ahead of the
 /// render loop (the frame queue's slots and the GPU tier's hand-off bound it).
 const RECENT_PUSHES: usize = 4 * crate::options::MAX_DEPTH + 8;
@@ -116,6 +114,8 @@ struct Shared {
     timeline: Option<Arc<stagehand_gpu::diag::Timeline>>,
     /// The GPU tier's shared half, when `--gpu-cache` is on.
     tier: Option<Tier>,
+    /// The host memory decoded frames are written into, recycled.
+    buffers: Arc<FrameBuffers>,
 }
 
 /// What the producer and the render loop share of the GPU tier.
@@ -250,18 +250,29 @@ fn play_to(
         residency: Arc::clone(c.residency()),
         handoff: Handoff::new(options.depth),
     });
+    let decoders = match &opened.feed {
+        Feed::Frames { frames, .. } => frames.decoders(options.threads),
+        Feed::Synthetic(_) => 0,
+    };
     let shared = Arc::new(Shared {
         queue,
         route: Route::new(opened.len, opened.start, options.looped),
         last_tick: (!windowed).then_some(opened.total),
         clock: Clock::default(),
-        counters: Counters::default(),
+        counters: Counters {
+            // Each decoder's first frame starts it, and each staging
+            // buffer's first upload touches its memory for the first time:
+            // neither says what the frames after them take.
+            lead: Lead::new(decoders, options.staging_buffers),
+            ..Counters::default()
+        },
         period,
         total: opened.total,
         mode: options.mode,
         texture: opened.plan.texture,
         timeline: options.timeline.clone(),
         tier,
+        buffers: FrameBuffers::new(),
     });
     let audio = open_audio(options, &opened)?;
     #[cfg(feature = "video")]
@@ -270,16 +281,16 @@ fn play_to(
     {
         let _ = shared.clock.audio.set(Arc::clone(&a.audio));
     }
-    let decoders = match &opened.feed {
+    let decoder_threads = match &opened.feed {
         Feed::Frames { frames, cache } => {
-            spawn_decoders(frames, cache, frames.decoders(options.threads), &shared)?
+            decode::spawn_decoders(frames, cache, decoders, &shared)?
         }
         Feed::Synthetic(_) => Vec::new(),
     };
     let mut run = Run::new(
         Arc::clone(&shared),
         &opened.feed,
-        decoders,
+        decoder_threads,
         gpu_cache,
         display,
     );
@@ -559,6 +570,17 @@ fn summarize(
         decode_fps_per_thread: per_second(c.decoded_frames.load(Ordering::Relaxed) as f64, decoded),
         upload_bandwidth: per_second((frames.pushed * frame_bytes) as f64, seconds),
         gpu_cache: run.gpu_cache.as_ref().map(GpuCache::stats),
+        frame_buffers: match &opened.feed {
+            Feed::Frames { .. } => {
+                let b = shared.buffers.stats();
+                Some(FrameBufferStats {
+                    allocated: b.misses,
+                    reused: b.hits,
+                    peak_bytes: b.peak_held,
+                })
+            }
+            Feed::Synthetic(_) => None,
+        },
         cache: match &opened.feed {
             Feed::Frames { cache, .. } => Some(cache.stats()),
             Feed::Synthetic(_) => None,
@@ -903,70 +925,6 @@ fn texture_desc(size: (u32, u32), format: wgpu::TextureFormat) -> wgpu::TextureD
     crate::render::texture_2d("play frame", size, format, usage)
 }
 
-/// Starts `threads` decoders: each claims the most useful position the
-/// cache wants, decodes it and hands it in, until the cache closes.
-fn spawn_decoders(
-    frames: &Arc<dyn Frames>,
-    cache: &Arc<FrameCache>,
-    threads: usize,
-    shared: &Arc<Shared>,
-) -> Result<Vec<JoinHandle<()>>, PlayError> {
-    let mut handles = Vec::with_capacity(threads);
-    for id in 0..threads {
-        let (frames, cache2, shared) = (Arc::clone(frames), Arc::clone(cache), Arc::clone(shared));
-        let spawned = std::thread::Builder::new()
-            .name(format!("decode {id}"))
-            .spawn(move || decode_loop(id, frames.as_ref(), &cache2, &shared));
-        match spawned {
-            Ok(handle) => handles.push(handle),
-            Err(e) => {
-                // The decoders already started stop, and let their frames go.
-                cache.close();
-                for h in handles {
-                    let _ = h.join();
-                }
-                return Err(PlayError::InvalidOption(format!(
-                    "cannot start a decode thread: {e}"
-                )));
-            }
-        }
-    }
-    Ok(handles)
-}
-
-/// One decoder: claims the most useful position the cache wants, decodes
-/// it and hands it in, until the cache closes. A decoder that panics on a
-/// frame hands in an error for it, so nobody waits for that frame.
-fn decode_loop(id: usize, frames: &dyn Frames, cache: &FrameCache, shared: &Shared) {
-    // Decoding ahead must not starve the uploads of frames already
-    // decoded: decoders run at the transfer workers' priority, below the
-    // render thread (a refusal by the OS leaves them where they are).
-    let _ = stagehand_gpu::upload::set_priority(stagehand_gpu::upload::ThreadPriority::Low);
-    while let Some(pos) = cache.claim() {
-        let start = Instant::now();
-        let frame = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| frames.decode(pos)))
-            .unwrap_or_else(|_| {
-                Err(PlayError::InvalidOption(format!(
-                    "the decoder panicked on frame {}",
-                    frames.number(pos)
-                )))
-            });
-        let end = Instant::now();
-        let c = &shared.counters;
-        c.decode_nanos
-            .fetch_add((end - start).as_nanos() as u64, Ordering::Relaxed);
-        if let Ok(f) = &frame {
-            c.decoded_bytes
-                .fetch_add(f.info.bytes() as u64, Ordering::Relaxed);
-            c.decoded_frames.fetch_add(1, Ordering::Relaxed);
-        }
-        if let Some(t) = &shared.timeline {
-            t.span(format!("decode {id}"), "decode", start, end);
-        }
-        cache.complete(pos, frame);
-    }
-}
-
 /// Starts the thread that pushes frames into the queue in tick order.
 fn spawn_producer(
     shared: &Arc<Shared>,
@@ -1037,21 +995,18 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
             // uploading; skip to one that can.
             let realtime = shared.mode == Mode::Realtime;
             let lead = &shared.counters.lead;
-            let too_late = |needs: Duration| {
-                realtime
-                    && lead::too_late(
-                        shared.clock.now(),
-                        shared.clock.paused(),
-                        needs,
-                        pts,
-                        shared.period,
-                    )
+            let too_late = |have: Have| {
+                let moment = Moment {
+                    now: shared.clock.now(),
+                    paused: shared.clock.paused(),
+                    pts,
+                    period: shared.period,
+                };
+                realtime && lead::decide(moment, have, lead.estimate()) == Decision::Skip
             };
             let skip = || {
                 let next = shared.route.position(k + 1).unwrap_or(pos + 1);
                 cache.set_playhead(next);
-                // Behind: the cache's growth waits until playback keeps up.
-                cache.hold_back(HOLD_BACK);
                 let mut skipped = shared.counters.skipped.lock();
                 skipped.push_back(k);
                 if skipped.len() > RECENT_PUSHES {
@@ -1061,11 +1016,12 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
             // A frame on the device already needs neither decode nor upload.
             let tier = shared.tier.as_ref().filter(|t| t.residency.contains(pos));
             let hit = cache.contains(pos);
-            let needs = match tier {
-                Some(_) => Duration::ZERO,
-                None => lead.before(hit),
+            let have = match (tier, hit) {
+                (Some(_), _) => Have::OnDevice,
+                (None, true) => Have::Decoded,
+                (None, false) => Have::Nothing,
             };
-            if too_late(needs) {
+            if too_late(have) {
                 skip();
                 return Ok(());
             }
@@ -1078,7 +1034,7 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
                 return Ok(());
             }
             let asked = Instant::now();
-            let fetched = cache.fetch_while(pos, || !too_late(lead.before(true)));
+            let fetched = cache.fetch_while(pos, || !too_late(Have::Decoded));
             if !hit {
                 lead.decoded(asked.elapsed());
             }
@@ -1092,10 +1048,25 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
                 Err(Closed::Closed) => return Err(PlayError::Upload(UploadError::Released)),
             };
             let texture = shared.texture;
+            if !format::is_texels(&frame.info, texture) {
+                return Err(PlayError::InvalidOption(format!(
+                    "frame {} reached the upload as {} {:?} channel(s), not texels of {texture:?}",
+                    frames.number(pos),
+                    frame.info.channels,
+                    frame.info.sample
+                )));
+            }
             shared
                 .queue
                 .push_with(k, pts, move |mut out, layout: &CopyLayout| {
-                    format::fill_staging(&frame, texture, &mut out, layout.staging_pitch as usize);
+                    // Texels already (checked above): a copy of each row.
+                    let copied = format::fill_staging(
+                        &frame,
+                        texture,
+                        &mut out,
+                        layout.staging_pitch as usize,
+                    );
+                    debug_assert!(copied.is_ok(), "{copied:?}");
                 })?
         }
     };

@@ -40,7 +40,7 @@
 
 use super::{Frame, FrameInfo, SampleType};
 use crate::PlayError;
-use bytes::Bytes;
+use crate::frame_buffers::FrameBuffers;
 use exr::block::UncompressedBlock;
 use exr::block::reader::{ChunksReader, Reader};
 use exr::compression::Compression;
@@ -52,22 +52,25 @@ use std::io::BufReader;
 use std::path::Path;
 
 /// Decodes one file at its own precision.
-pub fn decode(path: &Path) -> Result<Frame, PlayError> {
+pub fn decode(path: &Path, buffers: &std::sync::Arc<FrameBuffers>) -> Result<Frame, PlayError> {
     let reader = open(path)?;
     let plan = plan(path, reader.headers())?;
-    let mut data = vec![0u8; plan.info.bytes()];
+    let mut data = buffers.take(plan.info.bytes())?;
+    // A reused buffer holds its last frame: a block the file lacks must
+    // not show it.
+    data.as_mut_slice().fill(0);
     let layer = plan.layer;
     reader
         .filter_chunks(false, |_, _, block| {
             block.layer == layer && block.level == Vec2(0, 0)
         })
         .and_then(|chunks| {
-            chunks.decompress_parallel(false, |_, block| interleave(&plan, &block, &mut data))
+            chunks.decompress_parallel(false, |_, block| interleave(&plan, &block, data.as_mut_slice()))
         })
         .map_err(|e| exr_error(path, e))?;
     Ok(Frame {
         info: plan.info,
-        data: Bytes::from(data),
+        data: data.freeze(),
     })
 }
 

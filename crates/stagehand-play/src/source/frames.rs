@@ -4,6 +4,8 @@
 
 use super::Frame;
 use crate::PlayError;
+use crate::frame_buffers::FrameBuffers;
+use std::sync::Arc;
 
 /// A source of frames by position: an image sequence (a file per
 /// position, gaps where files are missing) or a movie (a decoder that
@@ -27,8 +29,9 @@ pub trait Frames: Send + Sync {
     /// file name, or the position.
     fn number(&self, pos: usize) -> i64;
 
-    /// Decodes position `pos`. Called from several decode threads at once.
-    fn decode(&self, pos: usize) -> Result<Frame, PlayError>;
+    /// Decodes position `pos` into a buffer from `buffers`. Called from
+    /// several decode threads at once.
+    fn decode(&self, pos: usize, buffers: &Arc<FrameBuffers>) -> Result<Frame, PlayError>;
 
     /// Decode threads worth running: as many as asked for files decoded
     /// one per thread; one for a movie, whose decoder runs forward and
@@ -76,7 +79,7 @@ impl Frames for SequenceFrames {
             .unwrap_or(pos as i64)
     }
 
-    fn decode(&self, pos: usize) -> Result<Frame, PlayError> {
+    fn decode(&self, pos: usize, buffers: &Arc<FrameBuffers>) -> Result<Frame, PlayError> {
         let Some(path) = self
             .sequence
             .entries
@@ -87,7 +90,7 @@ impl Frames for SequenceFrames {
                 "position {pos} of the sequence is a gap"
             )));
         };
-        let frame = super::decode(path)?;
+        let frame = super::decode_into(path, buffers)?;
         check_size(path, &self.expected, &frame.info)?;
         Ok(frame)
     }

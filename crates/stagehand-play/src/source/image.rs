@@ -12,12 +12,12 @@
 
 use super::{Frame, FrameInfo, SampleType};
 use crate::PlayError;
+use crate::frame_buffers::FrameBuffers;
 use ::image::{ColorType, ImageDecoder, ImageError, ImageReader};
-use bytes::Bytes;
 use std::path::Path;
 
 /// Decodes one file at its own precision.
-pub fn decode(path: &Path) -> Result<Frame, PlayError> {
+pub fn decode(path: &Path, buffers: &std::sync::Arc<FrameBuffers>) -> Result<Frame, PlayError> {
     let decoder = open(path)?;
     let info = frame_info(path, &decoder)?;
     let total = decoder.total_bytes();
@@ -33,13 +33,13 @@ pub fn decode(path: &Path) -> Result<Frame, PlayError> {
                 info.channels as usize * info.sample.bytes()
             ),
         })?;
-    let mut data = vec![0u8; size];
+    let mut data = buffers.take(size)?;
     decoder
-        .read_image(&mut data)
+        .read_image(data.as_mut_slice())
         .map_err(|e| image_error(path, e))?;
     Ok(Frame {
         info,
-        data: Bytes::from(data),
+        data: data.freeze(),
     })
 }
 

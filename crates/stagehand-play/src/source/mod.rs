@@ -8,8 +8,9 @@
 //!   [`FrameInfo`]), through `image` (PNG, JPEG, TIFF) or `exr` (OpenEXR).
 //!
 //! A frame keeps the channels and sample type of its file: grey stays one
-//! channel and RGB three, so the cache holds no padding. Expanding to RGBA
-//! happens once, while the frame is copied into staging memory.
+//! channel and RGB three. The decode threads then turn it into the
+//! texture's texels ([`crate::convert`]), so the cache holds what the
+//! upload copies.
 
 mod exr;
 mod frames;
@@ -24,6 +25,7 @@ pub use natural::natural_cmp;
 pub use sequence::{Sequence, SequenceEntry};
 
 use crate::PlayError;
+use crate::frame_buffers::FrameBuffers;
 use crate::yuv::Yuv;
 use bytes::Bytes;
 use std::path::Path;
@@ -109,10 +111,16 @@ pub struct Frame {
 /// Decodes one image file, choosing the decoder by its extension (`exr`
 /// for OpenEXR, the `image` crate for the rest).
 pub fn decode(path: &Path) -> Result<Frame, PlayError> {
+    decode_into(path, &FrameBuffers::new())
+}
+
+/// Decodes one image file into a buffer from `buffers` (the decode threads'
+/// way: the buffer is reused once the frame is dropped).
+pub fn decode_into(path: &Path, buffers: &std::sync::Arc<FrameBuffers>) -> Result<Frame, PlayError> {
     if is_exr(path) {
-        exr::decode(path)
+        exr::decode(path, buffers)
     } else {
-        image::decode(path)
+        image::decode(path, buffers)
     }
 }
 

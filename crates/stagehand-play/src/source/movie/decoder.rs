@@ -4,7 +4,9 @@
 
 use super::index::Index;
 use super::planes;
+use crate::frame_buffers::FrameBuffers;
 use crate::source::{Frame, FrameInfo};
+use std::sync::Arc;
 use ffmpeg_next as ffmpeg;
 
 /// Frames ahead of the decoder that it decodes its way to even when a
@@ -50,6 +52,8 @@ pub(super) struct Decoder {
     /// Where the decoder puts a frame (it empties it first, even when it
     /// has none to give).
     incoming: ffmpeg::frame::Video,
+    /// Where packed frames are written.
+    buffers: Arc<FrameBuffers>,
 }
 
 impl Decoder {
@@ -109,6 +113,7 @@ impl Decoder {
             intra_only,
             scratch: ffmpeg::frame::Video::empty(),
             incoming: ffmpeg::frame::Video::empty(),
+            buffers: FrameBuffers::new(),
         })
     }
 
@@ -118,6 +123,13 @@ impl Decoder {
             self.frame(0, index)?;
         }
         self.info.ok_or_else(|| "no frame".into())
+    }
+
+    /// Packs frames into buffers from `buffers` from now on.
+    pub fn use_buffers(&mut self, buffers: &Arc<FrameBuffers>) {
+        if !Arc::ptr_eq(&self.buffers, buffers) {
+            self.buffers = Arc::clone(buffers);
+        }
     }
 
     /// Frame `want` (an index into `index.frames`).
@@ -198,7 +210,7 @@ impl Decoder {
     /// Packs the frame last decoded, frame `i`.
     fn pack(&mut self, i: usize) -> Result<Frame, String> {
         let info = self.info.ok_or("no frame")?;
-        let frame = planes::pack(&self.scratch, info)?;
+        let frame = planes::pack(&self.scratch, info, &self.buffers)?;
         self.packed = Some((i, frame.clone()));
         Ok(frame)
     }

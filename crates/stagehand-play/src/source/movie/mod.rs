@@ -20,11 +20,13 @@ mod planes;
 
 use super::{Frame, FrameInfo, Frames};
 use crate::PlayError;
+use crate::frame_buffers::FrameBuffers;
 use decoder::Decoder;
 use ffmpeg_next as ffmpeg;
 use index::Index;
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A movie, opened and indexed.
 pub struct Movie {
@@ -250,7 +252,7 @@ impl Frames for Movie {
         pos as i64
     }
 
-    fn decode(&self, pos: usize) -> Result<Frame, PlayError> {
+    fn decode(&self, pos: usize, buffers: &Arc<FrameBuffers>) -> Result<Frame, PlayError> {
         let Some(&i) = self.index.positions.get(pos) else {
             return Err(PlayError::InvalidOption(format!(
                 "frame {pos}: the movie has frames 0 to {}",
@@ -275,6 +277,7 @@ impl Frames for Movie {
             );
             *decoder = (reopened.map_err(error)?, here);
         }
+        decoder.0.use_buffers(buffers);
         decoder.0.frame(i as usize, &self.index).map_err(error)
     }
 

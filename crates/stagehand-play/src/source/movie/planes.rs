@@ -5,7 +5,6 @@
 
 use crate::source::{Frame, FrameInfo, SampleType};
 use crate::yuv::{Chroma, Matrix, Range, Siting, Yuv};
-use bytes::Bytes;
 use ffmpeg::format::Pixel;
 use ffmpeg_next as ffmpeg;
 
@@ -95,14 +94,19 @@ pub(super) fn describe(frame: &ffmpeg::frame::Video) -> Result<FrameInfo, String
 
 /// Copies the three planes of `frame` (described by `info`) into one
 /// packed buffer, row by row: no sample is converted.
-pub(super) fn pack(frame: &ffmpeg::frame::Video, info: FrameInfo) -> Result<Frame, String> {
+pub(super) fn pack(
+    frame: &ffmpeg::frame::Video,
+    info: FrameInfo,
+    buffers: &std::sync::Arc<crate::frame_buffers::FrameBuffers>,
+) -> Result<Frame, String> {
     let Some(yuv) = info.yuv else {
         return Err("not a Y'CbCr frame".into());
     };
     let packing = yuv.packing(info.width, info.height);
     let sample = yuv.sample_bytes();
     let row_bytes = packing.size.0 as usize * sample;
-    let mut out = vec![0u8; info.bytes()];
+    let mut buffer = buffers.take(info.bytes()).map_err(|e| e.to_string())?;
+    let out = buffer.as_mut_slice();
     for (plane, rect) in packing.planes.iter().enumerate() {
         let data = frame.data(plane);
         let stride = frame.stride(plane);
@@ -121,6 +125,6 @@ pub(super) fn pack(frame: &ffmpeg::frame::Video, info: FrameInfo) -> Result<Fram
     }
     Ok(Frame {
         info,
-        data: Bytes::from(out),
+        data: buffer.freeze(),
     })
 }
