@@ -226,6 +226,29 @@ mod tests {
     }
 
     #[test]
+    fn the_uploads_fill_is_a_plain_copy_and_refuses_frames_not_yet_texels() {
+        use bytes::Bytes;
+        let rgba = Frame {
+            info: info(4, SampleType::U8),
+            data: Bytes::from_static(&[1, 2, 3, 4, 5, 6, 7, 8]),
+        };
+        let texture = wgpu::TextureFormat::Rgba8Unorm;
+        let mut staging = vec![0xEEu8; 12];
+        fill_staging(&rgba, texture, &mut (&mut staging[..]).into(), 12).unwrap();
+        assert_eq!(staging, [1, 2, 3, 4, 5, 6, 7, 8, 0xEE, 0xEE, 0xEE, 0xEE]);
+        // RGB must have been expanded on a decode thread: the upload
+        // worker does not convert it, and leaves staging as it was.
+        let rgb = Frame {
+            info: info(3, SampleType::U8),
+            data: Bytes::from_static(&[1, 2, 3, 4, 5, 6]),
+        };
+        let mut staging = vec![0xEEu8; 8];
+        let refused = fill_staging(&rgb, texture, &mut (&mut staging[..]).into(), 8);
+        assert!(refused.is_err());
+        assert_eq!(staging, [0xEE; 8]);
+    }
+
+    #[test]
     fn choices_say_what_they_lose() {
         let u16 = info(4, SampleType::U16);
         let f32 = info(4, SampleType::F32);

@@ -1,29 +1,40 @@
-//! The GPU tier of the frame cache (`--gpu-cache SIZE`): frames that have
-//! landed stay on the device, copied into textures from a texture pool
-//! under a byte budget, so a loop that fits plays with no upload at all.
+//! The GPU tier of the frame cache (`--gpu-cache SIZE`): frames kept on
+//! the device in textures of their own, under a byte budget, so a loop
+//! that fits plays with no upload after its first pass.
 //!
-//! Three parts, each with one owner:
-//! - [`GpuCache`], owned by the render thread: the textures, their bind
-//!   groups, and the copy of a frame-queue slot into a new one;
-//! - [`Residency`], shared: which sequence positions are on the device
-//!   (the producer reads it to skip the upload);
+//! A frame gets into the tier by being uploaded into it: the tier's
+//! textures are streamed textures of the upload engine, and the producer
+//! uploads a frame the tier has room for straight into one of them (on a
+//! transfer worker, like any upload) instead of into a frame-queue slot.
+//! Nothing is copied on the render thread.
+//!
+//! Four parts, each with one owner:
+//! - [`TierTextures`], shared: the textures, which position each holds and
+//!   whether its upload has landed; the producer claims and fills them;
+//! - [`GpuCache`], owned by the render thread: a bind group per texture
+//!   shown, and what the tier showed;
+//! - [`Residency`], shared: which positions have landed on the device
+//!   (the producer leaves those to the tier; the cache bar shows them);
 //! - [`Handoff`], shared: the producer's word, tick by tick, on which ticks
 //!   it left to the GPU tier, so the render thread draws those from it and
 //!   everything else from the frame queue.
 //!
-//! The tier fills as frames are shown, up to its budget, and keeps what it
-//! holds for the run: evicting would only trade one upload for another.
+//! The tier fills up to its budget and keeps what it holds for the run:
+//! evicting would only trade one upload for another.
 
 use crate::render::Renderer;
 use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 use stagehand_gpu::Gpu;
-use stagehand_gpu::backend::wgpu::{TextureBackend, TexturePool, texture_pool};
 use stagehand_gpu::diag::Tracked;
-use stagehand_gpu::pool::{PoolConfig, Pooled};
+use stagehand_gpu::upload::{
+    StagingPolicy, StreamOptions, StreamedTexture, Upload, UploadEngine, UploadError,
+    UploadPriority, UploadStatus,
+};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 /// What the GPU tier did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -38,6 +49,9 @@ pub struct GpuCacheStats {
     pub shown: u64,
     /// Ticks left to the tier that the render loop passed over (late).
     pub passed_over: u64,
+    /// Frames uploaded into the tier: one per frame it holds, all in the
+    /// first pass of a loop that fits.
+    pub uploads: u64,
 }
 
 /// Which sequence positions have a texture in the GPU tier.
@@ -199,111 +213,280 @@ impl Handoff {
     }
 }
 
-/// One frame held on the device.
-struct Entry {
-    texture: Pooled<TextureBackend>,
-    bind: Tracked<wgpu::BindGroup>,
+/// Where a position stands in the tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// It has a texture (landed, or its upload on the way): leave it to
+    /// the tier.
+    Held,
+    /// It has none, and the tier has room for it.
+    Room,
+    /// It has none, and the tier is full.
+    Full,
 }
 
-/// The textures of the GPU tier; see the module documentation.
-pub struct GpuCache {
-    pool: TexturePool,
-    desc: wgpu::TextureDescriptor<'static>,
-    entries: HashMap<usize, Entry>,
+/// A texture of the tier claimed for a position, its upload not yet sent.
+#[derive(Debug)]
+pub struct Claimed {
+    index: usize,
+    pos: usize,
+}
+
+/// A texture's upload.
+enum Fill {
+    /// On the way.
+    Pending(Upload),
+    /// Landed: the texture holds the frame.
+    Landed,
+    /// Failed: the texture holds nothing shown.
+    Failed,
+}
+
+struct TierState {
+    /// Texture index by position.
+    by_pos: HashMap<usize, usize>,
+    /// Each claimed texture's upload, by texture index.
+    fills: Vec<Fill>,
+}
+
+/// The tier's textures, shared by the producer (which fills them) and the
+/// render loop (which shows them); see the module documentation.
+pub struct TierTextures {
+    textures: Vec<StreamedTexture>,
+    state: Mutex<TierState>,
     residency: Arc<Residency>,
-    stats: GpuCacheStats,
-    /// The budget is spent (or the device refused a texture): stop trying.
-    full: bool,
+    uploads: AtomicU64,
+    budget: u64,
+    texture_bytes: u64,
 }
 
-impl GpuCache {
-    /// A tier of frames like `desc` under `budget` bytes, for a sequence
-    /// of `len` positions.
+impl TierTextures {
+    /// As many textures like `desc` as `budget` bytes hold, at most one
+    /// per position of a sequence of `len`, streamed by `engine`.
     pub fn new(
-        gpu: &Arc<Gpu>,
+        engine: &UploadEngine,
         desc: &wgpu::TextureDescriptor<'static>,
         budget: u64,
         len: usize,
-    ) -> Result<Self, crate::PlayError> {
-        let config = PoolConfig {
-            budget: Some(budget),
-            ..PoolConfig::named("gpu frame cache")
+    ) -> Result<Arc<Self>, crate::PlayError> {
+        let texture_bytes = texture_bytes(desc).max(1);
+        let count = usize::try_from(budget / texture_bytes)
+            .unwrap_or(usize::MAX)
+            .min(len);
+        let options = StreamOptions {
+            // A staging buffer from the engine's pool for each upload,
+            // given back when it lands: the tier's textures are filled
+            // once each, so they keep no ring.
+            policy: StagingPolicy::PerUpload(1),
+            priority: UploadPriority::Normal,
+            rows_per_submit: None,
         };
-        let pool = texture_pool(Arc::clone(gpu), config)
+        let desc = wgpu::TextureDescriptor {
+            label: Some("gpu frame cache"),
+            ..desc.clone()
+        };
+        let textures = (0..count)
+            .map(|_| engine.create_texture_with(&desc, options))
+            .collect::<Result<Vec<_>, _>>()
             .map_err(|e| crate::PlayError::InvalidOption(format!("--gpu-cache: {e}")))?;
-        Ok(Self {
-            pool,
-            desc: wgpu::TextureDescriptor {
-                label: Some("gpu frame cache"),
-                usage: desc.usage | wgpu::TextureUsages::COPY_DST,
-                ..desc.clone()
-            },
-            entries: HashMap::new(),
+        Ok(Arc::new(Self {
+            textures,
+            state: Mutex::new(TierState {
+                by_pos: HashMap::new(),
+                fills: Vec::new(),
+            }),
             residency: Arc::new(Residency::new(len)),
-            stats: GpuCacheStats {
-                budget,
-                ..GpuCacheStats::default()
-            },
-            full: false,
-        })
+            uploads: AtomicU64::new(0),
+            budget,
+            texture_bytes,
+        }))
     }
 
-    /// The positions on the device, for the producer.
+    /// The positions on the device.
     pub fn residency(&self) -> &Arc<Residency> {
         &self.residency
     }
 
-    /// The texture and bind group of `pos`, if it is held.
-    pub fn get(&self, pos: usize) -> Option<(&wgpu::Texture, &wgpu::BindGroup)> {
-        self.entries
+    /// Where `pos` stands.
+    pub fn place(&self, pos: usize) -> Place {
+        let state = self.state.lock();
+        if state.by_pos.contains_key(&pos) {
+            Place::Held
+        } else if state.fills.len() < self.textures.len() {
+            Place::Room
+        } else {
+            Place::Full
+        }
+    }
+
+    /// Producer: claims a texture of its own for `pos`; `None` when the
+    /// tier is full (or `pos` has one already): the frame goes through
+    /// the frame queue instead.
+    pub fn claim(&self, pos: usize) -> Option<Claimed> {
+        let mut state = self.state.lock();
+        if state.by_pos.contains_key(&pos) || state.fills.len() >= self.textures.len() {
+            return None;
+        }
+        let index = state.fills.len();
+        state.by_pos.insert(pos, index);
+        // Until its upload is sent, a claimed texture shows nothing.
+        state.fills.push(Fill::Failed);
+        Some(Claimed { index, pos })
+    }
+
+    /// Producer: uploads the frame of a claimed texture, `fill` writing
+    /// its texels into staging on a transfer worker. On an error the
+    /// texture stays claimed and is never shown.
+    pub fn upload(
+        self: &Arc<Self>,
+        claimed: Claimed,
+        fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>, &stagehand_gpu::upload::CopyLayout)
+        + Send
+        + 'static,
+    ) -> Result<Upload, UploadError> {
+        let Claimed { index, pos } = claimed;
+        let texture = &self.textures[index];
+        let region = stagehand_gpu::upload::TextureRegion::frame(texture.texture().size());
+        let upload = texture.upload_with(region, fill, stagehand_gpu::upload::IfFull::Wait)?;
+        self.uploads.fetch_add(1, Ordering::Relaxed);
+        self.state.lock().fills[index] = Fill::Pending(upload.clone());
+        let tier = Arc::clone(self);
+        upload.on_complete(move |outcome| {
+            tier.settle(index, pos, outcome.status == UploadStatus::Done);
+        });
+        Ok(upload)
+    }
+
+    fn settle(&self, index: usize, pos: usize, landed: bool) {
+        let mut state = self.state.lock();
+        state.fills[index] = if landed { Fill::Landed } else { Fill::Failed };
+        drop(state);
+        if landed {
+            self.residency.insert(pos);
+        }
+    }
+
+    /// Render loop: the texture of `pos` once its upload has landed,
+    /// waiting up to `wait` for one on the way. `None`: not in the tier,
+    /// failed, or still on the way.
+    pub fn landed(&self, pos: usize, wait: Duration) -> Option<(usize, &wgpu::Texture)> {
+        let (index, pending) = {
+            let state = self.state.lock();
+            let &index = state.by_pos.get(&pos)?;
+            match &state.fills[index] {
+                Fill::Landed => return Some((index, self.textures[index].texture())),
+                Fill::Failed => return None,
+                Fill::Pending(upload) => (index, upload.clone()),
+            }
+        };
+        // Its completion callback settles the state soon after the upload
+        // ends; the outcome says at once.
+        let outcome = if wait.is_zero() {
+            pending.outcome()
+        } else {
+            pending.wait_timeout(wait)
+        }?;
+        (outcome.status == UploadStatus::Done).then(|| (index, self.textures[index].texture()))
+    }
+
+    /// Whether `pos` has a texture whose upload is still on the way.
+    pub fn pending(&self, pos: usize) -> bool {
+        let state = self.state.lock();
+        state
+            .by_pos
             .get(&pos)
-            .map(|e| (&**e.texture.block(), &*e.bind))
+            .is_some_and(|&i| matches!(state.fills[i], Fill::Pending(_)))
     }
 
-    /// Counts a frame shown from the tier, and ticks passed over.
-    pub fn count_shown(&mut self, shown: bool, passed_over: u64) {
-        self.stats.shown += u64::from(shown);
-        self.stats.passed_over += passed_over;
+    /// Frames landed, uploads sent, bytes of the textures landed.
+    fn counts(&self) -> (u64, u64, u64) {
+        let state = self.state.lock();
+        let landed = state
+            .fills
+            .iter()
+            .filter(|f| matches!(f, Fill::Landed))
+            .count() as u64;
+        (
+            landed,
+            self.uploads.load(Ordering::Relaxed),
+            landed * self.texture_bytes,
+        )
+    }
+}
+
+/// Bytes of one texture like `desc` (one layer, mip 0).
+fn texture_bytes(desc: &wgpu::TextureDescriptor<'_>) -> u64 {
+    let texel = crate::format::texel_bytes(desc.format) as u64;
+    u64::from(desc.size.width) * u64::from(desc.size.height) * texel
+}
+
+/// The render thread's side of the GPU tier: bind groups for the textures
+/// it shows, and what it showed.
+pub struct GpuCache {
+    textures: Arc<TierTextures>,
+    binds: HashMap<usize, Tracked<wgpu::BindGroup>>,
+    shown: u64,
+    passed_over: u64,
+}
+
+impl GpuCache {
+    /// The render side of `textures`.
+    pub fn new(textures: &Arc<TierTextures>) -> Self {
+        Self {
+            textures: Arc::clone(textures),
+            binds: HashMap::new(),
+            shown: 0,
+            passed_over: 0,
+        }
     }
 
-    /// Keeps a copy of `from` (a frame-queue slot on screen, so nothing
-    /// writes it until the next frame replaces it) as position `pos`, if
-    /// the budget has room. The copy is queued on the device ahead of any
-    /// later upload into the slot.
-    pub fn store(
+    /// The shared textures.
+    pub fn textures(&self) -> &Arc<TierTextures> {
+        &self.textures
+    }
+
+    /// Makes ready to draw `pos` from the tier, waiting up to `wait` for
+    /// its upload to land; whether it can be.
+    pub fn prepare(
         &mut self,
         gpu: &Gpu,
         renderer: &Renderer,
         pos: usize,
-        from: &wgpu::Texture,
-    ) -> Result<(), stagehand_gpu::Error> {
-        if self.full || self.entries.contains_key(&pos) {
-            return Ok(());
-        }
-        let Ok(texture) = self.pool.take_texture(&self.desc) else {
-            // Over budget, or the device is out of memory: the tier holds
-            // what it has.
-            self.full = true;
-            return Ok(());
+        wait: Duration,
+    ) -> Result<bool, stagehand_gpu::Error> {
+        let Some((index, texture)) = self.textures.landed(pos, wait) else {
+            return Ok(false);
         };
-        let mut encoder = gpu.device().create_command_encoder(&Default::default())?;
-        encoder.copy_texture_to_texture(
-            from.as_image_copy(),
-            texture.block().as_image_copy(),
-            from.size(),
-        );
-        gpu.queue().submit([encoder.finish()?])?;
-        let bind = renderer.bind(gpu, texture.block())?;
-        self.stats.frames += 1;
-        self.stats.bytes = self.pool.stats().held;
-        self.entries.insert(pos, Entry { texture, bind });
-        self.residency.insert(pos);
-        Ok(())
+        if !self.binds.contains_key(&index) {
+            let bind = renderer.bind(gpu, texture)?;
+            self.binds.insert(index, bind);
+        }
+        Ok(true)
+    }
+
+    /// The texture and bind group of `pos`, if it was prepared.
+    pub fn get(&self, pos: usize) -> Option<(&wgpu::Texture, &wgpu::BindGroup)> {
+        let (index, texture) = self.textures.landed(pos, Duration::ZERO)?;
+        Some((texture, &**self.binds.get(&index)?))
+    }
+
+    /// Counts a frame shown from the tier, and ticks passed over.
+    pub fn count_shown(&mut self, shown: bool, passed_over: u64) {
+        self.shown += u64::from(shown);
+        self.passed_over += passed_over;
     }
 
     /// Its numbers so far.
     pub fn stats(&self) -> GpuCacheStats {
-        self.stats
+        let (frames, uploads, bytes) = self.textures.counts();
+        GpuCacheStats {
+            budget: self.textures.budget,
+            frames,
+            bytes,
+            shown: self.shown,
+            passed_over: self.passed_over,
+            uploads,
+        }
     }
 }
 

@@ -163,7 +163,11 @@ fn a_timeline_records_decode_uploads_render_and_memory() {
     let json = timeline.to_chrome_json();
     let events = json["traceEvents"].as_array().unwrap();
     let count = |name: &str| events.iter().filter(|e| e["name"] == name).count() as u64;
-    assert_eq!(count("decode"), 12);
+    // Realtime on a loaded machine may skip a frame before it is
+    // decoded: the trace holds one span per decode done.
+    let decoded = summary.cache.expect("a sequence has a cache").decoded;
+    assert!(decoded > 0);
+    assert_eq!(count("decode"), decoded);
     assert_eq!(count("render pass"), summary.ticks);
     assert_eq!(
         count("copy to staging"),
@@ -341,19 +345,12 @@ fn a_loop_that_fits_the_gpu_cache_plays_later_passes_with_no_upload() {
     let summary = play(&gpu, &engine, &options, |_| ControlFlow::Continue(())).unwrap();
     let tier = summary.gpu_cache.expect("the GPU tier is on");
     assert_eq!(tier.frames, 8, "every frame of the loop is on the device");
-    // The first pass uploads; the producer may reach the start of the
-    // second before the end of the first has landed, but from the third
-    // pass on every frame comes from the device.
+    // The first pass uploads each frame into the tier itself, once; every
+    // later pass shows them from there, with no upload at all.
     let f = summary.frames;
-    assert!(
-        f.pushed >= 8 && f.pushed <= 16,
-        "uploads only in the first passes: {f:?} {tier:?}"
-    );
-    assert!(
-        tier.shown >= 16,
-        "the last passes from the device: {tier:?}"
-    );
-    assert_eq!(f.pushed + tier.shown, 32, "{f:?} {tier:?}");
+    assert_eq!(tier.uploads, 8, "one upload per frame, all in the first pass: {tier:?}");
+    assert_eq!(f.pushed, 0, "nothing went through the frame queue: {f:?}");
+    assert_eq!(tier.shown, 32, "every tick drawn from the device: {tier:?}");
     assert_eq!(
         f.shown + f.dropped + f.failed + summary.never_pushed,
         summary.frames_in_range,
@@ -416,6 +413,37 @@ fn stopping_early_accounts_for_exactly_the_ticks_run() {
     assert!(
         f.pushed <= 10,
         "pushes past the last tick are not counted: {f:?}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_looped_realtime_sequence_that_skips_on_its_first_pass_keeps_every_frame_it_decodes() {
+    // 240 fps: the first pass cannot decode in time and skips frames. A
+    // loop that fits the budget must still keep every frame it decodes,
+    // so that later passes come from the cache (decoding none again).
+    let (w, h) = (640, 360);
+    let len = 24u64;
+    let (dir, gpu, engine) = sequence_run("loop-skips", len, w, h);
+    let options = PlayOptions {
+        source: Some(dir.clone()),
+        fps: 240.0,
+        output_size: (64, 36),
+        looped: true,
+        frames: Some(3 * len),
+        cache_bytes: Some(u64::from(w * h * 4) * (len + 4)),
+        ..PlayOptions::default()
+    };
+    let summary = play(&gpu, &engine, &options, |_| ControlFlow::Continue(())).unwrap();
+    let cache = summary.cache.expect("a sequence has a cache");
+    assert_eq!(
+        cache.decoded, len,
+        "each frame decoded once over three passes: {cache:?}"
+    );
+    let buffers = summary.frame_buffers.expect("decoded frames have buffers");
+    assert!(
+        buffers.allocated <= len + 4,
+        "no frame buffer allocated twice for the same frame: {buffers:?}"
     );
     std::fs::remove_dir_all(dir).unwrap();
 }

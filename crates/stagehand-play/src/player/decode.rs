@@ -88,3 +88,48 @@ fn decode_loop(id: usize, frames: &dyn Frames, cache: &FrameCache, shared: &Shar
         cache.complete(pos, frame);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{FrameInfo, SampleType, Sequence, SequenceFrames};
+
+    #[test]
+    fn an_rgb_sequence_is_cached_as_rgba_texels_the_upload_copies() {
+        let dir = std::env::temp_dir().join(format!("stagehand-texels-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (w, h) = (5u32, 3u32);
+        let rgb: Vec<u8> = (0..w * h * 3).map(|v| v as u8).collect();
+        ::image::RgbImage::from_raw(w, h, rgb.clone())
+            .unwrap()
+            .save(dir.join("f.0001.png"))
+            .unwrap();
+        let sequence = Arc::new(Sequence::open(&dir, None).unwrap());
+        let info = FrameInfo {
+            width: w,
+            height: h,
+            channels: 3,
+            sample: SampleType::U8,
+            yuv: None,
+        };
+        let frames = SequenceFrames::new(sequence, info);
+        let buffers = FrameBuffers::new();
+        let texture = wgpu::TextureFormat::Rgba8Unorm;
+        let frame = decode_texels(&frames, 0, texture, &buffers).unwrap();
+        assert!(crate::format::is_texels(&frame.info, texture));
+        let want: Vec<u8> = rgb
+            .chunks_exact(3)
+            .flat_map(|p| [p[0], p[1], p[2], 255])
+            .collect();
+        assert_eq!(&frame.data[..], &want[..]);
+        // The decoded RGB buffer went back, and serves the next decode.
+        drop(frame);
+        let again = decode_texels(&frames, 0, texture, &buffers).unwrap();
+        assert_eq!(&again.data[..], &want[..]);
+        let stats = buffers.stats();
+        assert_eq!(stats.misses, 2, "one RGB and one RGBA buffer: {stats:?}");
+        assert_eq!(stats.hits, 2, "both reused by the second decode: {stats:?}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

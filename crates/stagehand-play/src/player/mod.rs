@@ -16,7 +16,7 @@ use crate::PlayError;
 use crate::cache::{CacheConfig, Closed, FrameCache};
 use crate::format::{self, FormatPlan};
 use crate::frame_buffers::FrameBuffers;
-use crate::gpu_cache::{GpuCache, Handoff, Residency};
+use crate::gpu_cache::{GpuCache, Handoff, Place, TierTextures};
 use crate::options::{Mode, PlayOptions, Preroll};
 use crate::pattern;
 use crate::render::overlay::Overlay;
@@ -120,7 +120,7 @@ struct Shared {
 
 /// What the producer and the render loop share of the GPU tier.
 struct Tier {
-    residency: Arc<Residency>,
+    textures: Arc<TierTextures>,
     handoff: Handoff,
 }
 
@@ -240,14 +240,15 @@ fn play_to(
         display,
         opened.plan.source.yuv,
     )?;
-    let gpu_cache = match (&opened.feed, options.gpu_cache_bytes) {
+    let tier_textures = match (&opened.feed, options.gpu_cache_bytes) {
         (Feed::Frames { frames, .. }, Some(budget)) if budget > 0 => {
-            Some(GpuCache::new(gpu, &desc, budget, frames.len())?)
+            Some(TierTextures::new(engine, &desc, budget, frames.len())?)
         }
         _ => None,
     };
-    let tier = gpu_cache.as_ref().map(|c| Tier {
-        residency: Arc::clone(c.residency()),
+    let gpu_cache = tier_textures.as_ref().map(GpuCache::new);
+    let tier = tier_textures.map(|textures| Tier {
+        textures,
         handoff: Handoff::new(options.depth),
     });
     let decoders = match &opened.feed {
@@ -987,87 +988,10 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
                 })?
         }
         Feed::Frames { frames, cache } => {
-            if frames.is_gap(pos) {
+            let Some(upload) = produce_frame(shared, frames.as_ref(), cache, k, pos)? else {
                 return Ok(());
-            }
-            // Realtime: a frame that cannot be on the GPU before its time
-            // on screen has passed is not worth decoding, waiting for or
-            // uploading; skip to one that can.
-            let realtime = shared.mode == Mode::Realtime;
-            let lead = &shared.counters.lead;
-            let too_late = |have: Have| {
-                let moment = Moment {
-                    now: shared.clock.now(),
-                    paused: shared.clock.paused(),
-                    pts,
-                    period: shared.period,
-                };
-                realtime && lead::decide(moment, have, lead.estimate()) == Decision::Skip
             };
-            let skip = || {
-                let next = shared.route.position(k + 1).unwrap_or(pos + 1);
-                cache.set_playhead(next);
-                let mut skipped = shared.counters.skipped.lock();
-                skipped.push_back(k);
-                if skipped.len() > RECENT_PUSHES {
-                    skipped.pop_front();
-                }
-            };
-            // A frame on the device already needs neither decode nor upload.
-            let tier = shared.tier.as_ref().filter(|t| t.residency.contains(pos));
-            let hit = cache.contains(pos);
-            let have = match (tier, hit) {
-                (Some(_), _) => Have::OnDevice,
-                (None, true) => Have::Decoded,
-                (None, false) => Have::Nothing,
-            };
-            if too_late(have) {
-                skip();
-                return Ok(());
-            }
-            cache.set_playhead(pos);
-            if let Some(tier) = tier {
-                if !tier.handoff.leave_to_tier(k) {
-                    return Err(PlayError::Upload(UploadError::Released));
-                }
-                shared.counters.left_to_tier.fetch_add(1, Ordering::Relaxed);
-                return Ok(());
-            }
-            let asked = Instant::now();
-            let fetched = cache.fetch_while(pos, || !too_late(Have::Decoded));
-            if !hit {
-                lead.decoded(asked.elapsed());
-            }
-            let frame: Arc<Frame> = match fetched {
-                Ok(Ok(frame)) => frame,
-                Ok(Err(e)) => return Err(PlayError::Frame(e)),
-                Err(Closed::GaveUp) => {
-                    skip();
-                    return Ok(());
-                }
-                Err(Closed::Closed) => return Err(PlayError::Upload(UploadError::Released)),
-            };
-            let texture = shared.texture;
-            if !format::is_texels(&frame.info, texture) {
-                return Err(PlayError::InvalidOption(format!(
-                    "frame {} reached the upload as {} {:?} channel(s), not texels of {texture:?}",
-                    frames.number(pos),
-                    frame.info.channels,
-                    frame.info.sample
-                )));
-            }
-            shared
-                .queue
-                .push_with(k, pts, move |mut out, layout: &CopyLayout| {
-                    // Texels already (checked above): a copy of each row.
-                    let copied = format::fill_staging(
-                        &frame,
-                        texture,
-                        &mut out,
-                        layout.staging_pitch as usize,
-                    );
-                    debug_assert!(copied.is_ok(), "{copied:?}");
-                })?
+            upload
         }
     };
     shared.counters.pushed.fetch_add(1, Ordering::Relaxed);
@@ -1078,6 +1002,115 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
     }
     drop(recent);
     record_latency(upload, shared);
+    Ok(())
+}
+
+/// Tick `k` of a decoded source: skipped (realtime, too late), left to
+/// the GPU tier (on the device, or uploaded into it now), or pushed into
+/// the frame queue; the queue's upload, if pushed.
+fn produce_frame(
+    shared: &Shared,
+    frames: &dyn Frames,
+    cache: &FrameCache,
+    k: u64,
+    pos: usize,
+) -> Result<Option<Upload>, PlayError> {
+    if frames.is_gap(pos) {
+        return Ok(None);
+    }
+    let pts = shared.pts(k);
+    // Realtime: a frame that cannot be on the GPU before its time on
+    // screen has passed is not worth decoding, waiting for or uploading;
+    // skip to one that can.
+    let realtime = shared.mode == Mode::Realtime;
+    let lead = &shared.counters.lead;
+    let too_late = |have: Have| {
+        let moment = Moment {
+            now: shared.clock.now(),
+            paused: shared.clock.paused(),
+            pts,
+            period: shared.period,
+        };
+        realtime && lead::decide(moment, have, lead.estimate()) == Decision::Skip
+    };
+    let skip = || {
+        let next = shared.route.position(k + 1).unwrap_or(pos + 1);
+        cache.set_playhead(next);
+        let mut skipped = shared.counters.skipped.lock();
+        skipped.push_back(k);
+        if skipped.len() > RECENT_PUSHES {
+            skipped.pop_front();
+        }
+    };
+    let place = shared.tier.as_ref().map(|t| t.textures.place(pos));
+    let hit = cache.contains(pos);
+    // A frame the tier holds (or is uploading) needs neither decode nor
+    // upload.
+    let have = match (place, hit) {
+        (Some(Place::Held), _) => Have::OnDevice,
+        (_, true) => Have::Decoded,
+        (_, false) => Have::Nothing,
+    };
+    if too_late(have) {
+        skip();
+        return Ok(None);
+    }
+    cache.set_playhead(pos);
+    if have == Have::OnDevice {
+        leave_to_tier(shared, k)?;
+        return Ok(None);
+    }
+    let asked = Instant::now();
+    let fetched = cache.fetch_while(pos, || !too_late(Have::Decoded));
+    if !hit {
+        lead.decoded(asked.elapsed());
+    }
+    let frame: Arc<Frame> = match fetched {
+        Ok(Ok(frame)) => frame,
+        Ok(Err(e)) => return Err(PlayError::Frame(e)),
+        Err(Closed::GaveUp) => {
+            skip();
+            return Ok(None);
+        }
+        Err(Closed::Closed) => return Err(PlayError::Upload(UploadError::Released)),
+    };
+    let texture = shared.texture;
+    if !format::is_texels(&frame.info, texture) {
+        return Err(PlayError::InvalidOption(format!(
+            "frame {} reached the upload as {} {:?} channel(s), not texels of {texture:?}",
+            frames.number(pos),
+            frame.info.channels,
+            frame.info.sample
+        )));
+    }
+    let fill = move |mut out: wgpu::WriteOnly<'_, [u8]>, layout: &CopyLayout| {
+        // Texels already (checked above): a copy of each row.
+        let copied = format::fill_staging(&frame, texture, &mut out, layout.staging_pitch as usize);
+        debug_assert!(copied.is_ok(), "{copied:?}");
+    };
+    if let Some(tier) = &shared.tier
+        && place == Some(Place::Room)
+        && let Some(claimed) = tier.textures.claim(pos)
+    {
+        // The tier has room: the frame goes up into a texture of its own,
+        // which the render loop shows at its tick and keeps for the run.
+        let upload = tier.textures.upload(claimed, fill)?;
+        record_latency(upload, shared);
+        leave_to_tier(shared, k)?;
+        return Ok(None);
+    }
+    Ok(Some(shared.queue.push_with(k, pts, fill)?))
+}
+
+/// Tells the render loop that the GPU tier shows tick `k`.
+fn leave_to_tier(shared: &Shared, k: u64) -> Result<(), PlayError> {
+    let Some(tier) = &shared.tier else {
+        return Ok(());
+    };
+    if !tier.handoff.leave_to_tier(k) {
+        return Err(PlayError::Upload(UploadError::Released));
+    }
+    shared.counters.left_to_tier.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
 

@@ -213,7 +213,7 @@ impl Run<'_> {
             }
             if let Some(tier) = &self.shared.tier {
                 for (pos, cell) in w.cells.iter_mut().enumerate() {
-                    if tier.residency.contains(pos) {
+                    if tier.textures.residency().contains(pos) {
                         *cell = Cell::Device;
                     }
                 }

@@ -533,8 +533,27 @@ impl Run<'_> {
             }
         }
         let (mine, passed_over) = tier.handoff.take(tick);
-        cache.count_shown(mine, passed_over);
-        mine
+        let pos = self.shared.route.position(tick).unwrap_or(0);
+        let landed = mine && {
+            let textures = cache.textures();
+            match self.shared.mode {
+                // Every frame: wait for its upload (the user can still
+                // stop, pause or seek meanwhile).
+                Mode::EveryFrame => loop {
+                    if textures.landed(pos, Duration::from_millis(20)).is_some() {
+                        break true;
+                    }
+                    if !textures.pending(pos) || output.attention() {
+                        break false;
+                    }
+                },
+                // Realtime: its time is now; an upload still on the way
+                // has missed it, like a frame-queue frame landing late.
+                Mode::Realtime => textures.landed(pos, Duration::ZERO).is_some(),
+            }
+        };
+        cache.count_shown(landed, passed_over + u64::from(mine && !landed));
+        landed
     }
 
     /// The position in the sequence of tick `tick` (0 for a tick the
@@ -555,30 +574,21 @@ impl Run<'_> {
         from_tier: bool,
     ) -> Result<(), PlayError> {
         if from_tier {
-            self.screen = Some((tick, Picture::Tier(self.position(tick))));
-            return Ok(());
-        }
-        let queue = Arc::clone(&self.shared.queue);
-        if self.gpu_cache.is_some() {
-            // Frames are kept as soon as they land, not when shown, so
-            // the producer finds them on the device as early as it can.
-            for p in queue.landed() {
-                let pos = self.position(p.frame);
-                if let Some(cache) = &mut self.gpu_cache {
-                    cache.store(gpu, renderer, pos, queue.texture(p.slot))?;
+            let pos = self.position(tick);
+            if let Some(cache) = &mut self.gpu_cache {
+                // Landed (the tier tick checked): its bind group, made
+                // the first time it is shown.
+                if cache.prepare(gpu, renderer, pos, Duration::ZERO)? {
+                    self.screen = Some((tick, Picture::Tier(pos)));
                 }
             }
+            return Ok(());
         }
-        let Some(p) = queue.present(t) else {
+        let Some(p) = self.shared.queue.present(t) else {
             return Ok(());
         };
         if self.screen.is_none_or(|(f, _)| p.frame > f) {
             self.screen = Some((p.frame, Picture::Slot(p.slot)));
-            // It may have landed after the look above.
-            let pos = self.position(p.frame);
-            if let Some(cache) = &mut self.gpu_cache {
-                cache.store(gpu, renderer, pos, queue.texture(p.slot))?;
-            }
         }
         Ok(())
     }
