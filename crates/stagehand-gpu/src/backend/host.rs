@@ -8,11 +8,13 @@
 //! faulted in and cleared page by page all over again. A pooled buffer is
 //! touched once and reused.
 //!
-//! A block is zeroed when it is allocated and holds whatever its last user
-//! left afterwards. Allocation asks the allocator fallibly: a request the
-//! machine cannot hold is [`AllocError::OutOfMemory`], never an abort.
+//! A block is an anonymous memory mapping (given back to the kernel when
+//! freed), zeroed when it is allocated and holding whatever its last user
+//! left afterwards. A mapping the machine cannot make is
+//! [`AllocError::OutOfMemory`], never an abort.
 
 use crate::pool::{AllocError, PoolBackend};
+use memmap2::MmapMut;
 
 /// Blocks of host memory. It has no state: every block is its own
 /// allocation, freed when the pool gives it back.
@@ -26,7 +28,7 @@ pub const MAX_HOST_BLOCK: u64 = 64 << 30;
 impl PoolBackend for HostMemory {
     /// Host memory has no kinds: any block of a class serves any request.
     type Key = ();
-    type Block = Box<[u8]>;
+    type Block = MmapMut;
 
     const CLASSES: bool = true;
 
@@ -39,20 +41,22 @@ impl PoolBackend for HostMemory {
         Ok(())
     }
 
-    fn allocate(&self, _key: &(), capacity: u64) -> Result<Box<[u8]>, AllocError> {
+    fn allocate(&self, _key: &(), capacity: u64) -> Result<MmapMut, AllocError> {
         let len = usize::try_from(capacity).map_err(|_| AllocError::OutOfMemory)?;
-        let mut block = Vec::new();
-        block
-            .try_reserve_exact(len)
-            .map_err(|_| AllocError::OutOfMemory)?;
-        // Zeroed memory the kernel maps lazily: untouched pages cost
-        // nothing until written, so a class's rounding costs address space,
-        // not resident memory.
-        block.resize(len, 0);
-        Ok(block.into_boxed_slice())
+        // An anonymous mapping: the kernel zeroes each page when it is
+        // first written, so pages never written (a class's rounding) cost
+        // address space, not memory; a mapping it cannot make is an error,
+        // not an abort.
+        let block = MmapMut::map_anon(len).map_err(|_| AllocError::OutOfMemory)?;
+        // Huge pages where the kernel has them: a 4K frame is touched in
+        // 16 faults of 2 MiB instead of 8,100 of 4 KiB. Only advice: where
+        // it is refused, the block works the same.
+        #[cfg(target_os = "linux")]
+        let _ = block.advise(memmap2::Advice::HugePage);
+        Ok(block)
     }
 
-    fn free(&self, _key: &(), block: Box<[u8]>) {
+    fn free(&self, _key: &(), block: MmapMut) {
         drop(block);
     }
 }
