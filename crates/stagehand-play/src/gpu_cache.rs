@@ -457,9 +457,8 @@ impl GpuCache {
         let Some((index, texture)) = self.textures.landed(pos, wait) else {
             return Ok(false);
         };
-        if !self.binds.contains_key(&index) {
-            let bind = renderer.bind(gpu, texture)?;
-            self.binds.insert(index, bind);
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.binds.entry(index) {
+            slot.insert(renderer.bind(gpu, texture)?);
         }
         Ok(true)
     }
