@@ -209,6 +209,65 @@ fn a_baseline_that_cannot_run_is_refused_before_any_footage() {
     let _ = std::fs::remove_file(plain);
 }
 
+/// An older build, as far as the bench can tell: no `--headless` (it drew
+/// offscreen only), no `--loop`, and a summary with fewer fields.
+const OLDER_BUILD: &str = r#"#!/bin/sh
+case "$1" in --version) echo "stagehand 0.0.1"; exit 0 ;; esac
+case "$*" in *--help*) echo "Usage: stagehand play [OPTIONS] [DIR]"; exit 0 ;; esac
+for a in "$@"; do
+    case "$a" in --headless|--loop) echo "error: unexpected argument '$a' found" >&2; exit 2 ;; esac
+done
+if [ -n "$DISPLAY" ]; then echo "error: an older build is never given a display" >&2; exit 3; fi
+echo '{ "playback": { "adapter": "older", "frames": { "pushed": 4, "shown": 3, "dropped": 1 },'
+echo '  "upload_latency": { "p50": 1.5 } } }'
+"#;
+
+#[cfg(unix)]
+#[test]
+fn what_an_older_baseline_refuses_or_lacks_is_said_in_its_cells() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("older");
+    std::fs::create_dir_all(&dir).unwrap();
+    let older = dir.join("older-stagehand");
+    std::fs::write(&older, OLDER_BUILD).unwrap();
+    std::fs::set_permissions(&older, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let args = [
+        "--size", "320x180", "--length", "4", "--rounds", "1", "--kinds", "png16",
+    ];
+    let more = [
+        "--scenarios",
+        "first,loop",
+        "--baseline",
+        older.to_str().unwrap(),
+    ];
+    let ran = bench(
+        &[&args[..], &more[..], &["--dir", dir.to_str().unwrap()]].concat(),
+        RUN_WITHIN,
+    );
+    assert_eq!(ran.code, Some(0), "{}\n{}", ran.stdout, ran.stderr);
+    let t = &ran.stdout;
+    // What it did not report is a dash, not a zero.
+    let first = row(t, "png-16bit", "first pass");
+    assert!(first[2].starts_with("3/1/\u{2014} "), "{first:?}");
+    assert!(first[2].contains("1.5"), "{first:?}");
+    let looped = row(t, "png-16bit", "loop x3");
+    let mark = looped[2]
+        .strip_prefix("refused ")
+        .unwrap_or_else(|| panic!("{looped:?}"));
+    let note = t
+        .lines()
+        .find(|l| l.starts_with(mark))
+        .unwrap_or_else(|| panic!("{mark}:\n{t}"));
+    assert!(
+        note.ends_with("exit 2: error: unexpected argument '--loop' found"),
+        "{note}"
+    );
+    // This build's cells are untouched by the baseline's refusal.
+    let (s, d, n) = frames(looped[1]);
+    assert_eq!(s + d + n, 12, "{looped:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn installed(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])

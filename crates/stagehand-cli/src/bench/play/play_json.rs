@@ -118,11 +118,19 @@ fn held_all(report: &Value, p: &Value, scenario: Scenario, frames: u32) -> Optio
             let prerolled = uint(p, &["prerolled_frames"])?;
             Some(cache? && prerolled >= u64::from(frames))
         }
-        Scenario::Tier => {
-            let resident = uint(p, &["gpu_cache", "frames"])?;
-            Some(cache? && resident >= u64::from(frames))
-        }
+        Scenario::Tier => Some(cache? && tier_fits(p, frames)?),
     }
+}
+
+/// Whether the GPU tier's budget holds `frames` textures of the size its
+/// resident frames have. (Frames never uploaded are never resident, so
+/// counting them would blame the tier for the first pass's misses.)
+fn tier_fits(p: &Value, frames: u32) -> Option<bool> {
+    let budget = uint(p, &["gpu_cache", "budget"])?;
+    let resident = uint(p, &["gpu_cache", "frames"])?;
+    let bytes = uint(p, &["gpu_cache", "bytes"])?;
+    let per_frame = bytes.checked_div(resident)?;
+    Some(per_frame.saturating_mul(u64::from(frames)) <= budget)
 }
 
 /// Whether the RAM cache let nothing go: no frame evicted, none handed
@@ -155,7 +163,7 @@ mod tests {
     ],
     "upload_latency": { "p50": 23.5, "p99": 40.0, "max": 41.0 },
     "cache": { "evicted": 0, "passed_through": 0 },
-    "gpu_cache": { "frames": 48, "shown": 80 }
+    "gpu_cache": { "budget": 1000, "frames": 47, "bytes": 940, "shown": 80 }
   }
 }"#;
 
@@ -223,5 +231,19 @@ mod tests {
         let text = TODAY.replace(r#""evicted": 0"#, r#""evicted": 5"#);
         let m = measured(&text, Scenario::Loop, 48).unwrap();
         assert_eq!(m.held_all, Some(false));
+    }
+
+    #[test]
+    fn a_tier_fits_when_its_budget_holds_every_frame_at_the_resident_size() {
+        // 47 frames of 20 bytes resident; 48 need 960 of the 1000.
+        assert_eq!(
+            measured(TODAY, Scenario::Tier, 48).unwrap().held_all,
+            Some(true)
+        );
+        let small = TODAY.replace(r#""budget": 1000"#, r#""budget": 950"#);
+        assert_eq!(
+            measured(&small, Scenario::Tier, 48).unwrap().held_all,
+            Some(false)
+        );
     }
 }
