@@ -163,7 +163,12 @@ impl Player {
 }
 
 fn run_mpv(m: &Mpv, footage: &Written, scenario: Scenario, ctx: &Context<'_>) -> Outcome {
-    let command = match m.command(footage, scenario) {
+    let stats = ctx
+        .runs
+        .join(format!("{}.stats", ctx.stem("mpv", footage, scenario)));
+    // A record left by an earlier run must not stand in for this one's.
+    let _ = std::fs::remove_file(&stats);
+    let command = match m.command(footage, scenario, &stats) {
         Ok(c) => c,
         Err(why) => return Outcome::NotRun(why),
     };
@@ -177,7 +182,8 @@ fn run_mpv(m: &Mpv, footage: &Written, scenario: Scenario, ctx: &Context<'_>) ->
         let why = complaint.map_or(how.clone(), |c| format!("{how}: {c}"));
         return ended_badly(&finished, why);
     }
-    match mpv::measured(&finished.stdout) {
+    let record = std::fs::read_to_string(&stats).unwrap_or_default();
+    match mpv::measured(&record) {
         Ok(m) if m.shown == Some(0) => Outcome::Refused(format!(
             "showed no frame: {}",
             complaint.unwrap_or_else(|| "no message".into())
@@ -206,6 +212,16 @@ pub struct Context<'a> {
 }
 
 impl Context<'_> {
+    /// The name of a run's files under `runs`.
+    fn stem(&self, label: &str, footage: &Written, scenario: Scenario) -> String {
+        format!(
+            "r{}-{}-{}-{label}",
+            self.round,
+            footage.kind.name(),
+            scenario.slug()
+        )
+    }
+
     /// Runs `command` (the player `label`'s) with the display the
     /// scenario wants (none headless), keeps its output under `runs`, and
     /// gives it back; why not where it could not run.
@@ -225,13 +241,7 @@ impl Context<'_> {
         }
         let finished = child::run(command, scenario.limit(footage))
             .map_err(|e| Unran::NoStart(e.to_string()))?;
-        let stem = format!(
-            "r{}-{}-{}-{}",
-            self.round,
-            footage.kind.name(),
-            scenario.slug(),
-            label
-        );
+        let stem = self.stem(label, footage, scenario);
         // The kept output is for reading afterwards; a full disk here
         // does not change what the run measured.
         let _ = std::fs::write(self.runs.join(format!("{stem}.out")), &finished.stdout);
