@@ -36,9 +36,9 @@ pub struct Measured {
     /// Uploads made for passes after the first, as the bounds the summary
     /// allows (low, high): see `play_json::uploads_after_first`.
     pub uploads_later: Option<(u64, u64)>,
-    /// Whether the footage fitted: the RAM cache let no frame go for lack
-    /// of room (and pre-rolled it all), the GPU tier's budget holds every
-    /// frame's texture.
+    /// Whether the footage fitted: the RAM cache evicted no frame for
+    /// lack of room (and pre-rolled it all), the GPU tier's budget holds
+    /// every frame's texture.
     pub held_all: Option<bool>,
     /// CPU seconds of the whole process, user + system.
     pub cpu: Option<f64>,

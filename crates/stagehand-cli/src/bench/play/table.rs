@@ -201,9 +201,9 @@ fn legend(columns: Columns, lines: &[Line]) -> String {
             .any(|g| matches!(g, Group::Values(c) if c[0].contains('*')))
     });
     if starred {
-        text += "*: the footage did not fit in some round: the RAM cache let frames go for lack \
-                 of room (or pre-rolled fewer than all), or the GPU tier's budget is smaller than \
-                 its textures.\n";
+        text += "*: the footage did not fit in some round: the RAM cache evicted frames for \
+                 lack of room (or pre-rolled fewer than all), or the GPU tier's budget is smaller \
+                 than its textures.\n";
     }
     text
 }
