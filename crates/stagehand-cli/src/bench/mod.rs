@@ -35,10 +35,11 @@ pub struct BenchArgs {
     /// Which benchmark to run.
     #[arg(value_enum, default_value_t = Which::Tracking)]
     which: Which,
-    /// Rounds per variant, 1 to 1000; the table shows the median round.
-    #[arg(long, default_value_t = 31,
-          value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_ROUNDS))]
-    rounds: usize,
+    /// Rounds per variant, 1 to 1000; the table shows the median round
+    /// (default 31). play: rounds of every scenario, the table shows each
+    /// number's range over them (default 3).
+    #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_ROUNDS))]
+    rounds: Option<usize>,
     /// Operations per round, 1 to 1000000 (tracking, pool, cuda).
     #[arg(long, default_value_t = 2000,
           value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_OPS))]
@@ -47,19 +48,18 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 200,
           value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_FRAMES))]
     frames: usize,
-    /// play: frames per generated sequence, 2 to 1000.
+    /// play: frames per sequence, 2 to 1000 (movies get twice as many).
     #[arg(long, default_value_t = 48,
           value_parser = RangedU64ValueParser::<u32>::new().range(2..=1000))]
     length: u32,
-    /// play: seconds of each looped run; sync: seconds of the movie (600
-    /// for ten minutes); 1 to 600.
+    /// sync: seconds of the movie (600 for ten minutes), 1 to 600.
     #[arg(long, default_value_t = 10,
           value_parser = RangedU64ValueParser::<u32>::new().range(1..=600))]
     seconds: u32,
-    /// play: frame size of the generated sequences, WIDTHxHEIGHT (up to 8192x8192).
+    /// play: frame size of the footage, WIDTHxHEIGHT (up to 8192x8192).
     #[arg(long, default_value = "3840x2160", value_parser = |s: &str| crate::parse_size(s, 8192))]
     size: (u32, u32),
-    /// play, sync: where to write the sequences or the movie (kept for the
+    /// play, sync: where to write the footage or the movie (kept for the
     /// next run).
     /// Default: a folder in the system's temporary directory.
     #[arg(long)]
@@ -68,6 +68,22 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 2,
           value_parser = RangedU64ValueParser::<usize>::new().range(1..=64))]
     threads: usize,
+    /// play: another stagehand binary to compare with (e.g. built from the
+    /// commit a change started from); it plays every scenario too.
+    #[arg(long, value_name = "PATH")]
+    baseline: Option<std::path::PathBuf>,
+    /// play: scenarios to run, comma-separated: first (one realtime pass),
+    /// loop (three passes from the cache), preroll (--preroll all), tier
+    /// (the loop with --gpu-cache), window (one pass into a 1920x1080
+    /// window under Xvfb, beside mpv). Default: all.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
+    scenarios: Vec<play::Scenario>,
+    /// play: footage to play, comma-separated: rgb8, rgba8, jpeg (8-bit
+    /// PNG and JPEG, by ffmpeg), png16, exr-half-zip, exr-half-piz,
+    /// exr-float (by the format crates), h264, prores (movies, by ffmpeg).
+    /// Default: all.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
+    kinds: Vec<play::Footage>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -80,9 +96,12 @@ enum Which {
     /// 4K frames streamed by write_texture, StagingBelt, a naive thread and
     /// stagehand, at an unlimited rate and at 60 fps.
     Upload,
-    /// Image sequences (PNG 8/16-bit, EXR half ZIP/PIZ, EXR float) through
-    /// the player: frames missed on the first and later looped passes,
-    /// with pre-roll, every-frame rate, and decode against the crates' own.
+    /// This build, a --baseline build and mpv, each a child process, on
+    /// the same 4K sequences (PNG 8-bit RGB and RGBA, JPEG, PNG 16-bit, EXR
+    /// half ZIP/PIZ, EXR float) and movies (H.264, ProRes 422 HQ): one
+    /// realtime pass, a 3-pass loop, --preroll all, --gpu-cache, headless,
+    /// and a 1920x1080 window under Xvfb; frames shown, dropped and never
+    /// pushed, CPU seconds and upload p50, per round.
     Play,
     /// A movie clicking once a second, played in realtime with its sound
     /// on the null sink: each frame's drift from the sound's clock, by
@@ -94,21 +113,67 @@ enum Which {
     Cuda,
 }
 
+/// Rounds of the benchmarks that show the median round.
+const MEDIAN_ROUNDS: usize = 31;
+/// Rounds of `bench play`: each is a full run of every player in every
+/// scenario, and the table shows their range.
+const PLAY_ROUNDS: usize = 3;
+
+impl BenchArgs {
+    fn median_rounds(&self) -> usize {
+        self.rounds.unwrap_or(MEDIAN_ROUNDS)
+    }
+
+    /// What `bench play` compares; it opens no GPU itself (its players do).
+    fn play_setup(&self) -> play::Setup {
+        play::Setup {
+            dir: self
+                .dir
+                .clone()
+                .unwrap_or_else(|| std::env::temp_dir().join("stagehand-bench-play")),
+            length: self.length,
+            size: self.size,
+            rounds: self.rounds.unwrap_or(PLAY_ROUNDS),
+            kinds: or_all(&self.kinds, &play::Footage::ALL),
+            scenarios: or_all(&self.scenarios, &play::Scenario::ALL),
+            baseline: self.baseline.clone(),
+            common: play::Common {
+                backend: self.gpu.backend.clone(),
+                adapter: self.gpu.adapter.clone(),
+                threads: self.threads,
+            },
+        }
+    }
+}
+
+/// The values chosen, each once, or all of them where none was.
+fn or_all<T: Clone + PartialEq>(chosen: &[T], all: &[T]) -> Vec<T> {
+    let mut once = Vec::new();
+    for v in if chosen.is_empty() { all } else { chosen } {
+        if !once.contains(v) {
+            once.push(v.clone());
+        }
+    }
+    once
+}
+
 /// Runs the chosen benchmark and prints its table.
 pub fn run(args: &BenchArgs) -> Result<(), Failure> {
-    #[cfg(feature = "cuda")]
-    if let Which::Cuda = args.which {
-        return cuda::run(args.rounds, args.ops);
+    match args.which {
+        #[cfg(feature = "cuda")]
+        Which::Cuda => cuda::run(args.median_rounds(), args.ops),
+        Which::Play => play::run(&args.play_setup()),
+        _ => run_wgpu(args),
     }
-    run_wgpu(args)
 }
 
 fn run_wgpu(args: &BenchArgs) -> Result<(), Failure> {
     let gpu = std::sync::Arc::new(args.gpu.open_for(stagehand_play::wanted_features(), None)?);
     let info = gpu.info();
+    let rounds = args.median_rounds();
     let rounds = match args.which {
         Which::Tracking | Which::Pool => {
-            format!(", {} rounds x {} ops, median round", args.rounds, args.ops)
+            format!(", {rounds} rounds x {} ops, median round", args.ops)
         }
         _ => String::new(),
     };
@@ -117,27 +182,9 @@ fn run_wgpu(args: &BenchArgs) -> Result<(), Failure> {
         info.name, info.backend
     ))?;
     match args.which {
-        Which::Tracking => tracking::run(&gpu, args.rounds, args.ops),
-        Which::Pool => pool::run(gpu, args.rounds, args.ops),
+        Which::Tracking => tracking::run(&gpu, args.median_rounds(), args.ops),
+        Which::Pool => pool::run(gpu, args.median_rounds(), args.ops),
         Which::Upload => upload::run(gpu, args.frames),
-        Which::Play => {
-            let dir = args
-                .dir
-                .clone()
-                .unwrap_or_else(|| std::env::temp_dir().join("stagehand-bench-play"));
-            play::run(
-                gpu,
-                &play::Setup {
-                    dir: &dir,
-                    length: args.length,
-                    size: args.size,
-                    seconds: args.seconds,
-                    fps: 24.0,
-                    threads: args.threads,
-                    decode_files: 8,
-                },
-            )
-        }
         Which::Sync => {
             let dir = args
                 .dir
@@ -147,5 +194,6 @@ fn run_wgpu(args: &BenchArgs) -> Result<(), Failure> {
         }
         #[cfg(feature = "cuda")]
         Which::Cuda => unreachable!("handled before opening wgpu"),
+        Which::Play => unreachable!("bench play opens no GPU of its own"),
     }
 }
