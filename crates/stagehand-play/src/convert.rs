@@ -443,17 +443,19 @@ mod tests {
         assert!(is_texels(&converted.info, texture));
         assert_eq!(&converted.data[..], [1, 2, 3, 255, 4, 5, 6, 255]);
         drop(converted);
-        let again = to_texture(
-            frame(2, 3, SampleType::U8, vec![0; 6]),
-            texture,
-            &buffers,
-        )
-        .unwrap();
+        let again = to_texture(frame(2, 3, SampleType::U8, vec![0; 6]), texture, &buffers).unwrap();
         assert_eq!(&again.data[..], [0, 0, 0, 255, 0, 0, 0, 255]);
-        assert_eq!(buffers.stats().hits, 1, "the second frame reused the first's buffer");
+        assert_eq!(
+            buffers.stats().hits,
+            1,
+            "the second frame reused the first's buffer"
+        );
         // Already texels: the same bytes, not a copy.
         let rgba = frame(1, 4, SampleType::U8, vec![9, 8, 7, 6]);
         let at = rgba.data.as_ptr();
-        assert_eq!(to_texture(rgba, texture, &buffers).unwrap().data.as_ptr(), at);
+        assert_eq!(
+            to_texture(rgba, texture, &buffers).unwrap().data.as_ptr(),
+            at
+        );
     }
 }

@@ -195,7 +195,12 @@ pub fn fill_staging(
     }
     let (_, height) = info.texture_size();
     let row = info.row_bytes();
-    for (y, src) in frame.data.chunks_exact(row).take(height as usize).enumerate() {
+    for (y, src) in frame
+        .data
+        .chunks_exact(row)
+        .take(height as usize)
+        .enumerate()
+    {
         out.slice(y * pitch..y * pitch + row).copy_from_slice(src);
     }
     Ok(())

@@ -102,7 +102,11 @@ mod tests {
         let bytes = first.freeze();
         let shared = bytes.clone();
         drop(bytes);
-        assert_eq!(buffers.stats().in_use, buffers.stats().held, "still referenced");
+        assert_eq!(
+            buffers.stats().in_use,
+            buffers.stats().held,
+            "still referenced"
+        );
         drop(shared);
         let second = buffers.take(1 << 20).unwrap();
         assert_eq!(second.as_ref()[0], 9, "the same memory, reused");

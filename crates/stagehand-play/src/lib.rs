@@ -37,6 +37,8 @@ pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
 pub use player::{engine_config, play, play_in, wanted_features};
 pub use render::{Display, Renderer, Transfer};
 pub use source::natural_cmp;
-pub use summary::{AudioSummary, FrameBufferStats, Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
+pub use summary::{
+    AudioSummary, FrameBufferStats, Millis, PassStats, PlaySummary, Progress, Saved, SavedTick,
+};
 pub use transport::Command;
 pub use window::{PresentChoice, Screen, WindowOptions};

@@ -81,6 +81,9 @@ pub struct PassStats {
     pub shown: u64,
     /// Frames of the pass not shown: dropped, failed or never pushed.
     pub missed: u64,
+    /// Frames uploaded for the pass's ticks (through the frame queue or
+    /// into the GPU tier); 0 for a pass played from the GPU tier alone.
+    pub uploads: u64,
 }
 
 /// What a playback did.

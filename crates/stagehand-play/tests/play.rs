@@ -348,9 +348,14 @@ fn a_loop_that_fits_the_gpu_cache_plays_later_passes_with_no_upload() {
     // The first pass uploads each frame into the tier itself, once; every
     // later pass shows them from there, with no upload at all.
     let f = summary.frames;
-    assert_eq!(tier.uploads, 8, "one upload per frame, all in the first pass: {tier:?}");
+    assert_eq!(
+        tier.uploads, 8,
+        "one upload per frame, all in the first pass: {tier:?}"
+    );
     assert_eq!(f.pushed, 0, "nothing went through the frame queue: {f:?}");
     assert_eq!(tier.shown, 32, "every tick drawn from the device: {tier:?}");
+    let uploads: Vec<u64> = summary.passes.iter().map(|p| p.uploads).collect();
+    assert_eq!(uploads, [8, 0, 0, 0], "uploads per pass");
     assert_eq!(
         f.shown + f.dropped + f.failed + summary.never_pushed,
         summary.frames_in_range,

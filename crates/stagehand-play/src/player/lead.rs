@@ -170,7 +170,11 @@ pub(super) fn decide(moment: Moment, have: Have, estimate: Estimate) -> Decision
         && moment
             .now
             .is_some_and(|now| now + needs > moment.pts + moment.period);
-    if late { Decision::Skip } else { Decision::Start }
+    if late {
+        Decision::Skip
+    } else {
+        Decision::Start
+    }
 }
 
 #[cfg(test)]
@@ -229,8 +233,14 @@ mod tests {
             ..moment
         };
         assert_eq!(decide(paused, Have::Nothing, estimate), Decision::Start);
-        let before_start = Moment { now: None, ..moment };
-        assert_eq!(decide(before_start, Have::Nothing, estimate), Decision::Start);
+        let before_start = Moment {
+            now: None,
+            ..moment
+        };
+        assert_eq!(
+            decide(before_start, Have::Nothing, estimate),
+            Decision::Start
+        );
     }
 
     #[test]
@@ -251,7 +261,11 @@ mod tests {
         // measurement) was still over 60 ms after these.
         let mut mean = 0.0;
         for v in [568.0, 233.0, 21.0, 19.0, 20.0, 22.0, 20.0] {
-            mean = if mean == 0.0 { v } else { mean * 0.75 + v * 0.25 };
+            mean = if mean == 0.0 {
+                v
+            } else {
+                mean * 0.75 + v * 0.25
+            };
         }
         assert!(mean > 60.0, "{mean}");
     }

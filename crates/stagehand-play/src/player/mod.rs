@@ -24,7 +24,9 @@ use crate::render::{Display, Renderer, read_texture};
 use crate::source::{
     self, Frame, FrameInfo, Frames, SampleType, Sequence, SequenceFrames, check_size,
 };
-use crate::summary::{FrameBufferStats, Millis, PassStats, PlaySummary, Progress, Saved, SavedTick};
+use crate::summary::{
+    FrameBufferStats, Millis, PassStats, PlaySummary, Progress, Saved, SavedTick,
+};
 use crate::transport::{Claim, Route};
 use crate::window::{Screen, SurfaceInfo};
 use clock::Clock;
@@ -91,6 +93,9 @@ struct Counters {
     pushed: AtomicU64,
     /// Ticks the producer left to the GPU tier.
     left_to_tier: AtomicU64,
+    /// Ticks whose frame was uploaded (to the frame queue or the GPU
+    /// tier) that the render loop has not yet passed.
+    uploaded: Mutex<std::collections::BTreeSet<u64>>,
     /// The last ticks the producer skipped as late (realtime), newest last.
     skipped: Mutex<std::collections::VecDeque<u64>>,
     /// How long before its time the producer must start on a frame.
@@ -283,9 +288,7 @@ fn play_to(
         let _ = shared.clock.audio.set(Arc::clone(&a.audio));
     }
     let decoder_threads = match &opened.feed {
-        Feed::Frames { frames, cache } => {
-            decode::spawn_decoders(frames, cache, decoders, &shared)?
-        }
+        Feed::Frames { frames, cache } => decode::spawn_decoders(frames, cache, decoders, &shared)?,
         Feed::Synthetic(_) => Vec::new(),
     };
     let mut run = Run::new(
@@ -995,6 +998,7 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
         }
     };
     shared.counters.pushed.fetch_add(1, Ordering::Relaxed);
+    shared.counters.uploaded.lock().insert(k);
     let mut recent = shared.counters.recent_pushes.lock();
     recent.push_back(k);
     if recent.len() > RECENT_PUSHES {
@@ -1095,6 +1099,7 @@ fn produce_frame(
         // The tier has room: the frame goes up into a texture of its own,
         // which the render loop shows at its tick and keeps for the run.
         let upload = tier.textures.upload(claimed, fill)?;
+        shared.counters.uploaded.lock().insert(k);
         record_latency(upload, shared);
         leave_to_tier(shared, k)?;
         return Ok(None);

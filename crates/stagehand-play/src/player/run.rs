@@ -209,6 +209,7 @@ impl Run<'_> {
             tick += 1;
             self.sample(gpu, engine, &shared);
             pass.frames += u64::from(is_frame);
+            pass.uploads += self.uploaded_through(tick - 1);
             self.gaps += u64::from(!is_frame);
             if pos + 1 == shared.route.len() {
                 let shown = self.shown();
@@ -602,6 +603,15 @@ impl Run<'_> {
             Picture::Slot(slot) => Some((renderer.slot(slot)?, self.shared.queue.texture(slot))),
             Picture::Tier(pos) => self.gpu_cache.as_ref()?.get(pos).map(|(t, b)| (b, t)),
         }
+    }
+
+    /// Uploads for ticks up to `tick`, which the render loop has now
+    /// passed, taken off the producer's record.
+    fn uploaded_through(&self, tick: u64) -> u64 {
+        let mut uploaded = self.shared.counters.uploaded.lock();
+        let later = uploaded.split_off(&(tick + 1));
+        let passed = std::mem::replace(&mut *uploaded, later);
+        passed.len() as u64
     }
 
     pub(super) fn close_pass(&mut self, pass: &mut PassStats, shown: u64) {

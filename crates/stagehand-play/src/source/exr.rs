@@ -65,7 +65,9 @@ pub fn decode(path: &Path, buffers: &std::sync::Arc<FrameBuffers>) -> Result<Fra
             block.layer == layer && block.level == Vec2(0, 0)
         })
         .and_then(|chunks| {
-            chunks.decompress_parallel(false, |_, block| interleave(&plan, &block, data.as_mut_slice()))
+            chunks.decompress_parallel(false, |_, block| {
+                interleave(&plan, &block, data.as_mut_slice())
+            })
         })
         .map_err(|e| exr_error(path, e))?;
     Ok(Frame {

@@ -116,7 +116,10 @@ pub fn decode(path: &Path) -> Result<Frame, PlayError> {
 
 /// Decodes one image file into a buffer from `buffers` (the decode threads'
 /// way: the buffer is reused once the frame is dropped).
-pub fn decode_into(path: &Path, buffers: &std::sync::Arc<FrameBuffers>) -> Result<Frame, PlayError> {
+pub fn decode_into(
+    path: &Path,
+    buffers: &std::sync::Arc<FrameBuffers>,
+) -> Result<Frame, PlayError> {
     if is_exr(path) {
         exr::decode(path, buffers)
     } else {

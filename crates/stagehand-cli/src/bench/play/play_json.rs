@@ -64,6 +64,8 @@ struct Pass {
     frames: u64,
     shown: u64,
     missed: u64,
+    /// Uploads for the pass's ticks, where the build counts them.
+    uploads: Option<u64>,
 }
 
 /// The passes, where the build reports them whole.
@@ -76,6 +78,7 @@ fn passes(p: &Value) -> Option<Vec<Pass>> {
                 frames: uint(pass, &["frames"])?,
                 shown: uint(pass, &["shown"])?,
                 missed: uint(pass, &["missed"])?,
+                uploads: uint(pass, &["uploads"]),
             })
         })
         .collect()
@@ -87,8 +90,9 @@ fn later_missed(passes: &Option<Vec<Pass>>) -> Option<u64> {
     Some(passes[1..].iter().map(|p| p.missed).sum())
 }
 
-/// Uploads made for the passes after the first, as bounds: the summary
-/// counts pushes for the whole run, not per pass. Every frame shown on
+/// Uploads made for the passes after the first: exact where the build
+/// counts them per pass, else bounds (an older summary counts pushes for
+/// the whole run, not per pass). Every frame shown on
 /// the first pass was pushed for it (the GPU tier starts empty), and it
 /// pushed no more than its frames; every frame shown later and not from
 /// the tier was pushed later. So the later pushes are at most `pushed -
@@ -96,8 +100,15 @@ fn later_missed(passes: &Option<Vec<Pass>>) -> Option<u64> {
 /// 1` and `shown later - shown from the tier`. When the first pass shows
 /// every frame the two bounds meet.
 fn uploads_after_first(p: &Value, passes: &Option<Vec<Pass>>) -> Option<(u64, u64)> {
-    let pushed = uint(p, &["frames", "pushed"])?;
     let passes = passes.as_ref()?;
+    // A build that counts uploads per pass (the frame queue's and the GPU
+    // tier's) says exactly.
+    if passes.len() > 1
+        && let Some(later) = passes[1..].iter().map(|p| p.uploads).sum::<Option<u64>>()
+    {
+        return Some((later, later));
+    }
+    let pushed = uint(p, &["frames", "pushed"])?;
     let first = passes.first()?;
     let later_shown: u64 = passes[1..].iter().map(|p| p.shown).sum();
     let tier_shown = uint(p, &["gpu_cache", "shown"])?;
@@ -193,19 +204,35 @@ mod tests {
                 frames: 48,
                 shown: 40,
                 missed: 8,
+                uploads: None,
             },
             Pass {
                 frames: 48,
                 shown: 48,
                 missed: 0,
+                uploads: None,
             },
             Pass {
                 frames: 48,
                 shown: 48,
                 missed: 0,
+                uploads: None,
             },
         ]);
         assert_eq!(uploads_after_first(&p, &passes), Some((2, 10)));
+    }
+
+    #[test]
+    fn uploads_counted_per_pass_are_taken_as_they_are() {
+        let p: Value = serde_json::from_str(r#"{ "frames": { "pushed": 50 } }"#).unwrap();
+        let pass = |uploads| Pass {
+            frames: 48,
+            shown: 48,
+            missed: 0,
+            uploads: Some(uploads),
+        };
+        let passes = Some(vec![pass(48), pass(1), pass(2)]);
+        assert_eq!(uploads_after_first(&p, &passes), Some((3, 3)));
     }
 
     #[test]

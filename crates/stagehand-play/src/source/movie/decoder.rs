@@ -6,8 +6,8 @@ use super::index::Index;
 use super::planes;
 use crate::frame_buffers::FrameBuffers;
 use crate::source::{Frame, FrameInfo};
-use std::sync::Arc;
 use ffmpeg_next as ffmpeg;
+use std::sync::Arc;
 
 /// Frames ahead of the decoder that it decodes its way to even when a
 /// keyframe lies between (a seek restarts the decoder's frame threads,
