@@ -451,8 +451,9 @@ impl FrameCache {
         self.fetch_while(pos, || true)
     }
 
-    /// As [`fetch`](Self::fetch), asking `worth_waiting` every few
-    /// milliseconds while the frame is not there: once it says no, errs
+    /// As [`fetch`](Self::fetch), asking `worth_waiting` (with the cache
+    /// unlocked, so it may ask the cache) every few milliseconds while the
+    /// frame is not there: once it says no, errs
     /// with [`Closed::GaveUp`] (a realtime player whose frame's time has
     /// passed). The frame is still decoded, for whoever asks next.
     pub fn fetch_while(
@@ -479,7 +480,8 @@ impl FrameCache {
                 self.changed.notify_all();
                 return Ok(found);
             }
-            if missed && !worth_waiting() {
+            // Asked with the lock let go: it may look at the cache itself.
+            if missed && !parking_lot::MutexGuard::unlocked(&mut state, &mut worth_waiting) {
                 state.fetching.remove(&pos);
                 state.stats.misses += 1;
                 return Err(Closed::GaveUp);
@@ -505,6 +507,15 @@ impl FrameCache {
     /// Whether `pos` is decoded and held.
     pub fn contains(&self, pos: usize) -> bool {
         self.state.lock().held.contains_key(&pos)
+    }
+
+    /// Whether `pos` is decoded (held or set aside for its fetch), or a
+    /// decoder is on it now.
+    pub fn decoded_or_decoding(&self, pos: usize) -> bool {
+        let state = self.state.lock();
+        state.held.contains_key(&pos)
+            || state.aside.contains_key(&pos)
+            || state.claimed.contains(&pos)
     }
 
     /// Waits until `n` frames are held or nothing more will be decoded

@@ -129,6 +129,9 @@ pub(super) enum Have {
     OnDevice,
     /// Decoded, in the frame cache: its upload is left.
     Decoded,
+    /// A decoder is on it now: skipping it would not start another frame
+    /// any sooner, so only its upload is counted against its time.
+    Decoding,
     /// Neither: its decode and its upload are left.
     Nothing,
 }
@@ -163,7 +166,7 @@ pub(super) struct Moment {
 pub(super) fn decide(moment: Moment, have: Have, estimate: Estimate) -> Decision {
     let needs = match have {
         Have::OnDevice => Duration::ZERO,
-        Have::Decoded => estimate.upload,
+        Have::Decoded | Have::Decoding => estimate.upload,
         Have::Nothing => estimate.upload + estimate.decode,
     };
     let late = !moment.paused
@@ -227,6 +230,9 @@ mod tests {
         };
         assert_eq!(decide(later, Have::Nothing, estimate), Decision::Skip);
         assert_eq!(decide(later, Have::Decoded, estimate), Decision::Start);
+        // A frame a decoder is on is judged by its upload alone: skipping
+        // it would start no other frame sooner.
+        assert_eq!(decide(later, Have::Decoding, estimate), Decision::Start);
         let paused = Moment {
             paused: true,
             now: Some(ms(500)),

@@ -1053,6 +1053,7 @@ fn produce_frame(
     let have = match (place, hit) {
         (Some(Place::Held), _) => Have::OnDevice,
         (_, true) => Have::Decoded,
+        (_, false) if cache.decoded_or_decoding(pos) => Have::Decoding,
         (_, false) => Have::Nothing,
     };
     if too_late(have) {
@@ -1064,8 +1065,14 @@ fn produce_frame(
         leave_to_tier(shared, k)?;
         return Ok(None);
     }
+    // Waiting for it ends when its upload could no longer land in time and
+    // a later frame is decoded to show instead: with nothing newer to show,
+    // a late frame is better than none.
+    let next = shared.route.position(k + 1);
     let asked = Instant::now();
-    let fetched = cache.fetch_while(pos, || !too_late(Have::Decoded));
+    let fetched = cache.fetch_while(pos, || {
+        !(too_late(Have::Decoded) && next.is_some_and(|n| cache.contains(n)))
+    });
     if !hit {
         lead.decoded(asked.elapsed());
     }
