@@ -171,7 +171,17 @@ impl Run<'_> {
                 continue;
             };
             let is_frame = self.is_frame(pos);
-            let from_tier = self.tier_tick(tick, output);
+            let wait = match shared.mode {
+                Mode::EveryFrame => TierWait::Landed,
+                // Realtime: a frame still on its way into the tier may
+                // land late, within its period, as a frame-queue frame may.
+                Mode::Realtime => {
+                    let end = shared.pts(tick) + shared.period;
+                    let now = shared.clock.now().unwrap_or_default();
+                    TierWait::For(end.saturating_sub(now).min(shared.period))
+                }
+            };
+            let from_tier = self.tier_tick(tick, output, wait);
             if is_frame {
                 // The frame a gap holds, when it comes through the queue;
                 // one the GPU tier showed is there already.
@@ -457,7 +467,8 @@ impl Run<'_> {
                 }
             }
         }
-        let from_tier = self.tier_tick(tick, output);
+        // A step or a seek waits for its frame, wherever it comes from.
+        let from_tier = self.tier_tick(tick, output, TierWait::Landed);
         if !from_tier && self.is_frame(pos) {
             while shared.queue.wait_ready(tick, Duration::from_millis(20)) == WaitReady::TimedOut
                 && Instant::now() < deadline
@@ -518,7 +529,9 @@ impl Run<'_> {
 
     /// Whether the GPU tier shows tick `tick` (the producer left it to the
     /// tier). In every-frame mode it first waits for the producer's word.
-    pub(super) fn tier_tick(&mut self, tick: u64, output: &mut Output<'_>) -> bool {
+    /// `wait`: how long a frame still being uploaded into the tier is
+    /// waited for.
+    pub(super) fn tier_tick(&mut self, tick: u64, output: &mut Output<'_>, wait: TierWait) -> bool {
         let (Some(tier), Some(cache)) = (&self.shared.tier, &mut self.gpu_cache) else {
             return false;
         };
@@ -537,20 +550,17 @@ impl Run<'_> {
         let pos = self.shared.route.position(tick).unwrap_or(0);
         let landed = mine && {
             let textures = cache.textures();
-            match self.shared.mode {
-                // Every frame: wait for its upload (the user can still
-                // stop, pause or seek meanwhile).
-                Mode::EveryFrame => loop {
+            match wait {
+                // Uploads always end; closing the window ends the wait.
+                TierWait::Landed => loop {
                     if textures.landed(pos, Duration::from_millis(20)).is_some() {
                         break true;
                     }
-                    if !textures.pending(pos) || output.attention() {
+                    if !textures.pending(pos) || output.closed() {
                         break false;
                     }
                 },
-                // Realtime: its time is now; an upload still on the way
-                // has missed it, like a frame-queue frame landing late.
-                Mode::Realtime => textures.landed(pos, Duration::ZERO).is_some(),
+                TierWait::For(time) => textures.landed(pos, time).is_some(),
             }
         };
         cache.count_shown(landed, passed_over + u64::from(mine && !landed));
@@ -667,16 +677,25 @@ impl Run<'_> {
         self.producer = Some(spawn_producer(&self.shared, self.feed)?);
         // As many frames as the queue holds, or as the route has before
         // its end (a start near the end of a range that does not loop).
-        let wanted = (0..options.depth.min(self.shared.total as usize) as u64)
+        let first: Vec<usize> = (0..options.depth.min(self.shared.total as usize) as u64)
             .filter_map(|tick| self.shared.route.position(tick))
             .filter(|&pos| self.is_frame(pos))
-            .count();
+            .collect();
         let deadline = Instant::now() + Duration::from_secs(10);
-        while self.shared.queue.preroll(wanted, Duration::from_millis(20)) < wanted
-            && !self.producer_done()
-            && Instant::now() < deadline
-            && !output.closed()
-        {
+        loop {
+            // Frames the GPU tier holds come through no queue slot.
+            let in_tier = self.shared.tier.as_ref().map_or(0, |tier| {
+                let resident = tier.textures.residency();
+                first.iter().filter(|&&pos| resident.contains(pos)).count()
+            });
+            let wanted = first.len() - in_tier;
+            if self.shared.queue.preroll(wanted, Duration::from_millis(20)) >= wanted
+                || self.producer_done()
+                || Instant::now() >= deadline
+                || output.closed()
+            {
+                break;
+            }
             self.check_failed()?;
         }
         Ok(held)
@@ -806,4 +825,14 @@ impl Run<'_> {
         }
         produced.map(|()| frames)
     }
+}
+
+/// How long the render loop waits for a frame still on its way into the
+/// GPU tier.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum TierWait {
+    /// Until it lands (every-frame mode, a step, a seek).
+    Landed,
+    /// At most this long (realtime: what is left of its period).
+    For(Duration),
 }
