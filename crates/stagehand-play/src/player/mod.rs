@@ -1065,13 +1065,21 @@ fn produce_frame(
         leave_to_tier(shared, k)?;
         return Ok(None);
     }
-    // Waiting for it ends when its upload could no longer land in time and
-    // a later frame is decoded to show instead: with nothing newer to show,
-    // a late frame is better than none.
+    // Waiting for it ends once its upload could no longer land in time and
+    // either its time on screen has passed or a later frame is decoded to
+    // show instead: within its own period, with nothing newer to show, a
+    // frame a little late is better than none.
     let next = shared.route.position(k + 1);
+    let period_over = || {
+        !shared.clock.paused()
+            && shared
+                .clock
+                .now()
+                .is_some_and(|now| now > pts + shared.period)
+    };
     let asked = Instant::now();
     let fetched = cache.fetch_while(pos, || {
-        !(too_late(Have::Decoded) && next.is_some_and(|n| cache.contains(n)))
+        !(too_late(Have::Decoded) && (period_over() || next.is_some_and(|n| cache.contains(n))))
     });
     if !hit {
         lead.decoded(asked.elapsed());
