@@ -1,6 +1,7 @@
 //! The player's render pass: the frame on screen fitted into the target
 //! with its aspect ratio kept (black bars around it), through the display
-//! transform for scene-linear sources (`display.wgsl`).
+//! transform for scene-linear sources (`display.wgsl`), or converted from
+//! Y'CbCr (`yuv.wgsl`).
 
 mod display;
 pub mod overlay;
@@ -25,24 +26,23 @@ pub const OUTPUT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 pub struct Renderer {
     shader: Tracked<wgpu::ShaderModule>,
     pipeline_layout: Tracked<wgpu::PipelineLayout>,
+    /// Draws a frame into a target of `format`.
     pipeline: Tracked<wgpu::RenderPipeline>,
     display: Option<Display>,
     layout: Tracked<wgpu::BindGroupLayout>,
-    sampler: Tracked<wgpu::Sampler>,
+    /// `None` for an integer texture, read texel by texel.
+    sampler: Option<Tracked<wgpu::Sampler>>,
     /// One bind group per frame-queue slot.
     binds: Vec<Tracked<wgpu::BindGroup>>,
-    params: Tracked<wgpu::Buffer>,
+    /// The display transform's parameters, for RGBA frames; `None` for
+    /// Y'CbCr frames, whose parameters are pipeline constants.
+    params: Option<Tracked<wgpu::Buffer>>,
     output: Tracked<wgpu::Texture>,
     output_view: Tracked<wgpu::TextureView>,
     /// The format of every target it draws into (8-bit, not sRGB).
     format: wgpu::TextureFormat,
     /// The frames' size, for the letterbox.
     frame_size: (u32, u32),
-    /// `Some` for Y'CbCr frames (packed planes in an integer texture,
-    /// drawn by `yuv.wgsl`, whose parameters `params` holds).
-    yuv: Option<Yuv>,
-    /// The frames are in an integer texture: bound without a sampler.
-    integer: bool,
 }
 
 impl Renderer {
@@ -64,39 +64,8 @@ impl Renderer {
     ) -> Result<Self> {
         let device = gpu.device();
         let frame_format = queue.texture(0).format();
-        // Rgba32Float filters only with an adapter feature: sample it
-        // nearest where the device lacks it.
-        let filterable = matches!(
-            frame_format.sample_type(None, Some(device.features())),
-            Some(wgpu::TextureSampleType::Float { filterable: true })
-        );
-        let float_entries = [
-            texture_entry(0, wgpu::TextureSampleType::Float { filterable }),
-            wgpu::BindGroupLayoutEntry {
-                binding: 1,
-                visibility: wgpu::ShaderStages::FRAGMENT,
-                ty: wgpu::BindingType::Sampler(if filterable {
-                    wgpu::SamplerBindingType::Filtering
-                } else {
-                    wgpu::SamplerBindingType::NonFiltering
-                }),
-                count: None,
-            },
-            uniform_entry(2),
-        ];
-        let integer_entries = [
-            texture_entry(0, wgpu::TextureSampleType::Uint),
-            uniform_entry(2),
-        ];
-        let integer = yuv.is_some() && yuv::is_integer(frame_format);
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("play frame"),
-            entries: if integer {
-                &integer_entries
-            } else {
-                &float_entries
-            },
-        })?;
+        let sampling = Sampling::of(gpu, frame_format, yuv.is_some());
+        let layout = sampling.layout(gpu)?;
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("play"),
             bind_group_layouts: &[Some(&*layout)],
@@ -113,38 +82,16 @@ impl Renderer {
             label: Some("play display"),
             source: wgpu::ShaderSource::Wgsl(source.into()),
         })?;
-        let pipeline = Self::pipeline(gpu, &shader, &pipeline_layout, format, display, yuv)?;
-        let filter = if filterable {
-            wgpu::FilterMode::Linear
-        } else {
-            wgpu::FilterMode::Nearest
+        let constants = match &yuv {
+            Some(y) => yuv::constants(y, frame_size.0, frame_size.1, frame_format),
+            None => Display::constants(display).to_vec(),
         };
-        let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
-            label: Some("play"),
-            mag_filter: filter,
-            min_filter: filter,
-            ..Default::default()
-        })?;
-        let params = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("play display"),
-            size: if yuv.is_some() {
-                yuv::PARAMS_BYTES
-            } else {
-                display::PARAMS_BYTES
-            },
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        })?;
-        match &yuv {
-            Some(y) => gpu.queue().write_buffer(
-                &params,
-                0,
-                &yuv::params(y, frame_size.0, frame_size.1, frame_format),
-            ),
-            None => gpu
-                .queue()
-                .write_buffer(&params, 0, &Display::params_of(display)),
-        }
+        let pipeline = full_screen_pipeline(gpu, &shader, &pipeline_layout, format, &constants)?;
+        let sampler = sampling.sampler(gpu)?;
+        let params = match yuv {
+            Some(_) => None,
+            None => Some(Self::display_params(gpu, display)?),
+        };
         let output = Self::target(gpu, size, format)?;
         let output_view = device.create_texture_view(&output, &Default::default())?;
         let mut renderer = Self {
@@ -160,8 +107,6 @@ impl Renderer {
             output_view,
             format,
             frame_size,
-            yuv,
-            integer,
         };
         renderer.binds = (0..queue.depth())
             .map(|slot| renderer.bind(gpu, queue.texture(slot)))
@@ -169,31 +114,42 @@ impl Renderer {
         Ok(renderer)
     }
 
+    /// The display transform's parameter block, written for `display`.
+    fn display_params(gpu: &Gpu, display: Option<Display>) -> Result<Tracked<wgpu::Buffer>> {
+        let params = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("play display"),
+            size: display::PARAMS_BYTES,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })?;
+        gpu.queue()
+            .write_buffer(&params, 0, &Display::params_of(display));
+        Ok(params)
+    }
+
     /// A bind group that draws `texture` (a frame like the queue's).
     pub fn bind(&self, gpu: &Gpu, texture: &wgpu::Texture) -> Result<Tracked<wgpu::BindGroup>> {
         let view = texture.create_view(&Default::default());
-        let texture = wgpu::BindGroupEntry {
+        let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,
             resource: wgpu::BindingResource::TextureView(&view),
-        };
-        let sampler = wgpu::BindGroupEntry {
-            binding: 1,
-            resource: wgpu::BindingResource::Sampler(&self.sampler),
-        };
-        let params = wgpu::BindGroupEntry {
-            binding: 2,
-            resource: self.params.as_entire_binding(),
-        };
-        let with_sampler = [texture.clone(), sampler, params.clone()];
-        let without = [texture, params];
+        }];
+        if let Some(sampler) = &self.sampler {
+            entries.push(wgpu::BindGroupEntry {
+                binding: 1,
+                resource: wgpu::BindingResource::Sampler(sampler),
+            });
+        }
+        if let Some(params) = &self.params {
+            entries.push(wgpu::BindGroupEntry {
+                binding: 2,
+                resource: params.as_entire_binding(),
+            });
+        }
         gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("play frame"),
             layout: &self.layout,
-            entries: if self.integer {
-                &without
-            } else {
-                &with_sampler
-            },
+            entries: &entries,
         })
     }
 
@@ -229,71 +185,26 @@ impl Renderer {
         Ok(())
     }
 
-    /// The pipeline for `display`: the transfer function and whether the
-    /// source is scene-linear are pipeline constants, so each pipeline
-    /// runs only its own arithmetic (a software rasteriser would otherwise
-    /// pay for every branch on every pixel); exposure is a uniform.
-    fn pipeline(
-        gpu: &Gpu,
-        shader: &wgpu::ShaderModule,
-        layout: &wgpu::PipelineLayout,
-        format: wgpu::TextureFormat,
-        display: Option<Display>,
-        yuv: Option<Yuv>,
-    ) -> Result<Tracked<wgpu::RenderPipeline>> {
-        let all = Display::constants(display);
-        // The Y'CbCr shader has no display constants: its sources are
-        // display-referred.
-        let constants: &[(&str, f64)] = if yuv.is_some() { &[] } else { &all };
-        gpu.device()
-            .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-                label: Some("play"),
-                layout: Some(layout),
-                vertex: wgpu::VertexState {
-                    module: shader,
-                    entry_point: Some("vs"),
-                    compilation_options: Default::default(),
-                    buffers: &[],
-                },
-                primitive: Default::default(),
-                depth_stencil: None,
-                multisample: Default::default(),
-                fragment: Some(wgpu::FragmentState {
-                    module: shader,
-                    entry_point: Some("fs"),
-                    compilation_options: wgpu::PipelineCompilationOptions {
-                        constants,
-                        ..Default::default()
-                    },
-                    targets: &[Some(format.into())],
-                }),
-                multiview_mask: None,
-                cache: None,
-            })
-    }
-
     /// Changes the display transform for the draws that follow: the
     /// exposure at once, the transfer function by a new pipeline.
     pub fn set_display(&mut self, gpu: &Gpu, display: Option<Display>) -> Result<()> {
-        if self.yuv.is_some() {
-            // Y'CbCr frames are display-referred: nothing to transform,
-            // and the parameter block is the matrix's.
+        let Some(params) = &self.params else {
+            // Y'CbCr frames are display-referred: nothing to transform.
             self.display = display;
             return Ok(());
-        }
+        };
         if Display::constants(display) != Display::constants(self.display) {
-            self.pipeline = Self::pipeline(
+            self.pipeline = full_screen_pipeline(
                 gpu,
                 &self.shader,
                 &self.pipeline_layout,
                 self.format,
-                display,
-                None,
+                &Display::constants(display),
             )?;
         }
         self.display = display;
         gpu.queue()
-            .write_buffer(&self.params, 0, &Display::params_of(display));
+            .write_buffer(params, 0, &Display::params_of(display));
         Ok(())
     }
 
@@ -318,27 +229,17 @@ impl Renderer {
             &self.output_view,
             (self.output.width(), self.output.height()),
         ));
+        let area = match overlay {
+            Some(_) => (size.0, size.1.saturating_sub(overlay::BAR_HEIGHT)),
+            None => size,
+        };
         let mut encoder = gpu.device().create_command_encoder(&Default::default())?;
         {
-            let attachment = wgpu::RenderPassColorAttachment {
-                view,
-                depth_slice: None,
-                resolve_target: None,
-                ops: wgpu::Operations {
-                    load: wgpu::LoadOp::Clear(wgpu::Color::BLACK),
-                    store: wgpu::StoreOp::Store,
-                },
-            };
-            let desc = wgpu::RenderPassDescriptor {
+            let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("play"),
-                color_attachments: &[Some(attachment)],
+                color_attachments: &[Some(cleared(view))],
                 ..Default::default()
-            };
-            let mut pass = encoder.begin_render_pass(&desc);
-            let area = match overlay {
-                Some(_) => (size.0, size.1.saturating_sub(overlay::BAR_HEIGHT)),
-                None => size,
-            };
+            });
             if let Some(bind) = bind
                 && area.0 > 0
                 && area.1 > 0
@@ -371,6 +272,138 @@ impl Renderer {
             }
         }
         Ok((w, h, texels))
+    }
+}
+
+/// How a frame's texture is read: filtered through a sampler (a float
+/// or normalised texture), or texel by texel (an integer one, or a float
+/// one the device cannot filter: sampled nearest).
+struct Sampling {
+    /// The texture's sample type in the layout.
+    sample_type: wgpu::TextureSampleType,
+    /// The sampler's filter; `None`: no sampler (an integer texture).
+    filter: Option<wgpu::FilterMode>,
+    /// Whether the layout has the display transform's parameter block
+    /// (RGBA frames).
+    params: bool,
+}
+
+impl Sampling {
+    /// How frames in `format` are read (`yuv`: packed Y'CbCr planes).
+    fn of(gpu: &Gpu, format: wgpu::TextureFormat, yuv: bool) -> Self {
+        if yuv && yuv::is_integer(format) {
+            return Self {
+                sample_type: wgpu::TextureSampleType::Uint,
+                filter: None,
+                params: false,
+            };
+        }
+        // Rgba32Float filters only with an adapter feature: sample it
+        // nearest where the device lacks it.
+        let filterable = matches!(
+            format.sample_type(None, Some(gpu.device().features())),
+            Some(wgpu::TextureSampleType::Float { filterable: true })
+        );
+        Self {
+            sample_type: wgpu::TextureSampleType::Float { filterable },
+            filter: Some(if filterable {
+                wgpu::FilterMode::Linear
+            } else {
+                wgpu::FilterMode::Nearest
+            }),
+            params: !yuv,
+        }
+    }
+
+    /// The bind group layout: the texture at 0, the sampler at 1, the
+    /// parameter block at 2 (each where there is one).
+    fn layout(&self, gpu: &Gpu) -> Result<Tracked<wgpu::BindGroupLayout>> {
+        let mut entries = vec![texture_entry(0, self.sample_type)];
+        if let Some(filter) = self.filter {
+            entries.push(wgpu::BindGroupLayoutEntry {
+                binding: 1,
+                visibility: wgpu::ShaderStages::FRAGMENT,
+                ty: wgpu::BindingType::Sampler(match filter {
+                    wgpu::FilterMode::Linear => wgpu::SamplerBindingType::Filtering,
+                    wgpu::FilterMode::Nearest => wgpu::SamplerBindingType::NonFiltering,
+                }),
+                count: None,
+            });
+        }
+        if self.params {
+            entries.push(uniform_entry(2));
+        }
+        gpu.device()
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("play frame"),
+                entries: &entries,
+            })
+    }
+
+    /// The sampler, where the texture is filtered.
+    fn sampler(&self, gpu: &Gpu) -> Result<Option<Tracked<wgpu::Sampler>>> {
+        let Some(filter) = self.filter else {
+            return Ok(None);
+        };
+        let sampler = gpu.device().create_sampler(&wgpu::SamplerDescriptor {
+            label: Some("play"),
+            mag_filter: filter,
+            min_filter: filter,
+            ..Default::default()
+        })?;
+        Ok(Some(sampler))
+    }
+}
+
+/// A pipeline drawing `shader`'s full-screen triangle (`vs`, `fs`) into
+/// targets of `format`, with pipeline constants `constants`: each
+/// pipeline then runs only its own arithmetic (a software rasteriser would
+/// otherwise pay for every branch, and every uniform it loads, on every
+/// pixel).
+fn full_screen_pipeline(
+    gpu: &Gpu,
+    shader: &wgpu::ShaderModule,
+    layout: &wgpu::PipelineLayout,
+    format: wgpu::TextureFormat,
+    constants: &[(&str, f64)],
+) -> Result<Tracked<wgpu::RenderPipeline>> {
+    gpu.device()
+        .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("play"),
+            layout: Some(layout),
+            vertex: wgpu::VertexState {
+                module: shader,
+                entry_point: Some("vs"),
+                compilation_options: Default::default(),
+                buffers: &[],
+            },
+            primitive: Default::default(),
+            depth_stencil: None,
+            multisample: Default::default(),
+            fragment: Some(wgpu::FragmentState {
+                module: shader,
+                entry_point: Some("fs"),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants,
+                    ..Default::default()
+                },
+                targets: &[Some(format.into())],
+            }),
+            multiview_mask: None,
+            cache: None,
+        })
+}
+
+/// The target's attachment, cleared to black (the letterbox's bars).
+fn cleared(view: &wgpu::TextureView) -> wgpu::RenderPassColorAttachment<'_> {
+    wgpu::RenderPassColorAttachment {
+        view,
+        depth_slice: None,
+        resolve_target: None,
+        ops: wgpu::Operations {
+            load: wgpu::LoadOp::Clear(wgpu::Color::BLACK),
+            store: wgpu::StoreOp::Store,
+        },
     }
 }
 
