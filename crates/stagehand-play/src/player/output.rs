@@ -3,6 +3,7 @@
 
 use super::run::Run;
 use super::*;
+use crate::render::Frame;
 use crate::render::overlay::Cell;
 
 /// Where the render loop draws.
@@ -85,7 +86,7 @@ impl Run<'_> {
                     return Ok(());
                 }
                 self.drawn_offscreen = Some(self.screen);
-                renderer.draw(gpu, self.picture(renderer).map(|(bind, _)| bind))?;
+                renderer.draw(gpu, self.frame(renderer))?;
                 Some(Instant::now())
             }
             Output::Window(w) => {
@@ -99,7 +100,7 @@ impl Run<'_> {
                 }
                 w.dirty = false;
                 w.drawn = self.screen;
-                let bind = self.picture(renderer).map(|(bind, _)| bind);
+                let picture = self.frame(renderer);
                 let acquiring = Instant::now();
                 let acquired = w.screen.acquire(gpu);
                 let acquire = acquiring.elapsed();
@@ -119,7 +120,7 @@ impl Run<'_> {
                         renderer.draw_to(
                             gpu,
                             Some((&view, size)),
-                            bind,
+                            picture,
                             Some((&w.overlay, w.hud)),
                         )?;
                         let presenting = Instant::now();
@@ -168,8 +169,7 @@ impl Run<'_> {
         if let Output::Window(w) = output {
             let size = w.screen.size();
             renderer.set_output_size(gpu, (size.0.max(1), size.1.max(1)))?;
-            let bind = self.picture(renderer).map(|(bind, _)| bind);
-            renderer.draw_to(gpu, None, bind, Some((&w.overlay, w.hud)))?;
+            renderer.draw_to(gpu, None, self.frame(renderer), Some((&w.overlay, w.hud)))?;
         }
         let (w, h, rgba) = renderer.read_back(gpu)?;
         let texel = format::texel_bytes(self.shared.texture) as u32;
@@ -186,6 +186,14 @@ impl Run<'_> {
             texels,
         });
         Ok(())
+    }
+
+    /// The picture on screen as the renderer draws it, named by its tick
+    /// (each tick's picture is its own: a tick is never pushed twice).
+    fn frame<'a>(&'a self, renderer: &'a Renderer) -> Option<Frame<'a>> {
+        let (tick, _) = self.screen?;
+        let (bind, _) = self.picture(renderer)?;
+        Some(Frame { bind, id: tick })
     }
 
     /// Brings the overlay up to date: the timeline's cells (now and then),

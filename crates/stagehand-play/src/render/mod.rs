@@ -1,11 +1,13 @@
 //! The player's render pass: the frame on screen fitted into the target
 //! with its aspect ratio kept (black bars around it), through the display
 //! transform for scene-linear sources (`display.wgsl`), or converted from
-//! Y'CbCr (`yuv.wgsl`).
+//! Y'CbCr (`yuv.wgsl`; first at the frame's own size when the picture is
+//! much larger, [`upscale`]).
 
 mod display;
 pub mod overlay;
 mod readback;
+mod upscale;
 mod yuv;
 
 pub use display::{Display, Transfer, encode};
@@ -17,9 +19,21 @@ use stagehand_gpu::diag::Tracked;
 use stagehand_gpu::upload::FrameQueue;
 
 use crate::yuv::Yuv;
+use upscale::Upscale;
 
 /// The offscreen target's format, headless.
 pub const OUTPUT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
+
+/// A frame to draw: the bind group that shows it ([`Renderer::slot`],
+/// [`Renderer::bind`]) and a number naming its contents (the player's
+/// tick), so that work done for one picture is not done again for it.
+#[derive(Clone, Copy, Debug)]
+pub struct Frame<'a> {
+    /// The frame's bind group.
+    pub bind: &'a wgpu::BindGroup,
+    /// Names the picture: the same id means the same texels.
+    pub id: u64,
+}
 
 /// Draws frame-queue slots into the offscreen target, or into a window's
 /// surface texture (with the overlay).
@@ -43,6 +57,9 @@ pub struct Renderer {
     format: wgpu::TextureFormat,
     /// The frames' size, for the letterbox.
     frame_size: (u32, u32),
+    /// Y'CbCr frames only: the conversion at the frame's size, for
+    /// pictures much larger than it.
+    upscale: Option<Upscale>,
 }
 
 impl Renderer {
@@ -87,6 +104,15 @@ impl Renderer {
             None => Display::constants(display).to_vec(),
         };
         let pipeline = full_screen_pipeline(gpu, &shader, &pipeline_layout, format, &constants)?;
+        let upscale = match &yuv {
+            Some(_) => {
+                let into = Upscale::format(gpu, format);
+                let convert =
+                    full_screen_pipeline(gpu, &shader, &pipeline_layout, into, &constants)?;
+                Some(Upscale::new(gpu, frame_size, into, convert, format)?)
+            }
+            None => None,
+        };
         let sampler = sampling.sampler(gpu)?;
         let params = match yuv {
             Some(_) => None,
@@ -107,6 +133,7 @@ impl Renderer {
             output_view,
             format,
             frame_size,
+            upscale,
         };
         renderer.binds = (0..queue.depth())
             .map(|slot| renderer.bind(gpu, queue.texture(slot)))
@@ -208,21 +235,23 @@ impl Renderer {
         Ok(())
     }
 
-    /// Draws the frame `bind` shows (or clears, before the first frame)
-    /// into the offscreen target and submits.
-    pub fn draw(&self, gpu: &Gpu, bind: Option<&wgpu::BindGroup>) -> Result<()> {
-        self.draw_to(gpu, None, bind, None)
+    /// Draws `frame` (or clears, before the first frame) into the
+    /// offscreen target and submits.
+    pub fn draw(&self, gpu: &Gpu, frame: Option<Frame<'_>>) -> Result<()> {
+        self.draw_to(gpu, None, frame, None)
     }
 
-    /// Draws the frame `bind` shows into `target` (a view of this
-    /// renderer's format and its size; `None`: the offscreen target), with
-    /// the overlay over it when given (the picture then fits above the
-    /// timeline strip), and submits.
+    /// Draws `frame` into `target` (a view of this renderer's format and
+    /// its size; `None`: the offscreen target), with the overlay over it
+    /// when given (the picture then fits above the timeline strip), and
+    /// submits: one pass into the target (after one at the frame's size,
+    /// for a Y'CbCr frame much smaller than its picture, not yet
+    /// converted).
     pub fn draw_to(
         &self,
         gpu: &Gpu,
         target: Option<(&wgpu::TextureView, (u32, u32))>,
-        bind: Option<&wgpu::BindGroup>,
+        frame: Option<Frame<'_>>,
         overlay: Option<(&overlay::Overlay, bool)>,
     ) -> Result<()> {
         let (view, size) = target.unwrap_or((
@@ -233,22 +262,32 @@ impl Renderer {
             Some(_) => (size.0, size.1.saturating_sub(overlay::BAR_HEIGHT)),
             None => size,
         };
+        let picture = (area.0 > 0 && area.1 > 0).then(|| letterbox(self.frame_size, area));
+        let frame = frame.zip(picture);
+        let upscale = frame.and_then(|(_, (_, _, w, h))| {
+            let upscale = self.upscale.as_ref()?;
+            Upscale::pays(self.frame_size, (w as u32, h as u32)).then_some(upscale)
+        });
         let mut encoder = gpu.device().create_command_encoder(&Default::default())?;
+        if let (Some(upscale), Some((frame, _))) = (upscale, frame) {
+            upscale.convert(&mut encoder, frame.bind, frame.id);
+        }
         {
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("play"),
                 color_attachments: &[Some(cleared(view))],
                 ..Default::default()
             });
-            if let Some(bind) = bind
-                && area.0 > 0
-                && area.1 > 0
-            {
-                let (x, y, w, h) = letterbox(self.frame_size, area);
+            if let Some((frame, (x, y, w, h))) = frame {
                 pass.set_viewport(x, y, w, h, 0.0, 1.0);
-                pass.set_pipeline(&self.pipeline);
-                pass.set_bind_group(0, Some(bind), &[]);
-                pass.draw(0..3, 0..1);
+                match upscale {
+                    Some(upscale) => upscale.draw(&mut pass),
+                    None => {
+                        pass.set_pipeline(&self.pipeline);
+                        pass.set_bind_group(0, Some(frame.bind), &[]);
+                        pass.draw(0..3, 0..1);
+                    }
+                }
             }
             if let Some((overlay, hud)) = overlay {
                 overlay.draw(&mut pass, size, hud);
@@ -477,7 +516,138 @@ pub fn letterbox(frame: (u32, u32), target: (u32, u32)) -> (f32, f32, f32, f32) 
 
 #[cfg(test)]
 mod tests {
-    use super::letterbox;
+    use super::*;
+    use crate::yuv::{Chroma, Matrix, Range, Siting};
+    use stagehand_gpu::GpuOptions;
+    use stagehand_gpu::upload::{EngineConfig, FrameQueueConfig, UploadEngine};
+    use std::sync::Arc;
+
+    /// A 4:4:4 full-range picture, its planes stacked.
+    const YUV: Yuv = Yuv {
+        chroma: Chroma::S444,
+        bits: 8,
+        matrix: Matrix::Bt709,
+        range: Range::Full,
+        siting: Siting::Center,
+    };
+    const FRAME: (u32, u32) = (8, 6);
+
+    /// Smooth planes, every colour inside the gamut: luma rising to the
+    /// right and down, Cb across, Cr down; `shift` moves luma.
+    fn planes(shift: u8) -> Vec<u8> {
+        let (w, h) = FRAME;
+        let texels = (0..h).flat_map(|y| (0..w).map(move |x| (x, y)));
+        let luma = texels
+            .clone()
+            .map(|(x, y)| 60 + 12 * x + 9 * y + u32::from(shift));
+        let cb = texels.clone().map(|(x, _)| 120 + 2 * x);
+        let cr = texels.map(|(_, y)| 124 + 3 * y);
+        luma.chain(cb).chain(cr).map(|v| v as u8).collect()
+    }
+
+    /// What bilinear filtering of the converted texels of `planes` gives
+    /// at the centre of pixel (x, y) of a `target`-sized picture.
+    fn filtered(planes: &[u8], target: (u32, u32), x: u32, y: u32) -> [f64; 3] {
+        let (w, h) = FRAME;
+        let n = (w * h) as usize;
+        let rgb = |tx: i64, ty: i64| {
+            let (tx, ty) = (tx.clamp(0, i64::from(w) - 1), ty.clamp(0, i64::from(h) - 1));
+            let i = (ty * i64::from(w) + tx) as usize;
+            YUV.to_rgb(
+                u16::from(planes[i]),
+                u16::from(planes[n + i]),
+                u16::from(planes[2 * n + i]),
+            )
+        };
+        let at = |p: u32, size: u32, frame: u32| {
+            (f64::from(p) + 0.5) / f64::from(size) * f64::from(frame) - 0.5
+        };
+        let (tx, ty) = (at(x, target.0, w), at(y, target.1, h));
+        let (x0, y0) = (tx.floor(), ty.floor());
+        let (fx, fy) = (tx - x0, ty - y0);
+        let (x0, y0) = (x0 as i64, y0 as i64);
+        let mut out = [0.0; 3];
+        for (c, v) in out.iter_mut().enumerate() {
+            let texel = |dx, dy| f64::from(rgb(x0 + dx, y0 + dy)[c]);
+            let top = texel(0, 0) * (1.0 - fx) + texel(1, 0) * fx;
+            let bottom = texel(0, 1) * (1.0 - fx) + texel(1, 1) * fx;
+            *v = top * (1.0 - fy) + bottom * fy;
+        }
+        out
+    }
+
+    /// The largest difference between what was drawn into `target` and
+    /// the filtered conversion of `planes`.
+    fn worst(drawn: &[u8], planes: &[u8], target: (u32, u32)) -> f64 {
+        let mut worst = 0.0f64;
+        for y in 0..target.1 {
+            for x in 0..target.0 {
+                let want = filtered(planes, target, x, y);
+                let i = ((y * target.0 + x) * 4) as usize;
+                for (c, w) in want.iter().enumerate() {
+                    worst = worst.max((f64::from(drawn[i + c]) - w).abs());
+                }
+            }
+        }
+        worst
+    }
+
+    #[test]
+    fn an_enlarged_yuv_frame_is_the_filtered_conversion_of_its_texels_converted_once() {
+        let gpu = Arc::new(
+            Gpu::open(&GpuOptions::default())
+                .unwrap_or_else(|e| panic!("tests need a GPU adapter: {e}")),
+        );
+        let engine = UploadEngine::new(Arc::clone(&gpu), EngineConfig::default()).unwrap();
+        let packed = YUV.packing(FRAME.0, FRAME.1).size;
+        let usage = wgpu::TextureUsages::TEXTURE_BINDING;
+        let desc = texture_2d("frame", packed, wgpu::TextureFormat::R8Unorm, usage);
+        let config = FrameQueueConfig {
+            depth: 2,
+            ..FrameQueueConfig::default()
+        };
+        let queue = FrameQueue::new(&engine, &desc, config).unwrap();
+        let target = (FRAME.0 * 4, FRAME.1 * 4);
+        assert!(Upscale::pays(FRAME, target), "a picture 16 times the frame");
+        let renderer = Renderer::new(
+            &gpu,
+            &queue,
+            FRAME,
+            target,
+            wgpu::TextureFormat::Rgba8Unorm,
+            None,
+            Some(YUV),
+        )
+        .unwrap();
+        let write = |planes: &[u8]| {
+            gpu.queue().write_texture(
+                queue.texture(0).as_image_copy(),
+                planes,
+                wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(packed.0),
+                    rows_per_image: None,
+                },
+                queue.texture(0).size(),
+            );
+        };
+        let draw = |id| {
+            let bind = renderer.slot(0).unwrap();
+            renderer.draw(&gpu, Some(Frame { bind, id })).unwrap();
+            renderer.read_back(&gpu).unwrap().2
+        };
+        let first = planes(0);
+        write(&first);
+        let drawn = draw(1);
+        let off = worst(&drawn, &first, target);
+        assert!(off <= 2.0, "off by {off} from the filtered conversion");
+        // New texels under the same id: the picture converted stays.
+        let second = planes(20);
+        write(&second);
+        assert_eq!(draw(1), drawn, "picture 1 is converted once");
+        let off = worst(&draw(2), &second, target);
+        assert!(off <= 2.0, "picture 2: off by {off}");
+    }
 
     #[test]
     fn letterbox_keeps_the_aspect_ratio() {
