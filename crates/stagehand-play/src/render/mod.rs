@@ -11,6 +11,7 @@ mod upscale;
 mod yuv;
 
 pub use display::{Display, Transfer, encode};
+use readback::Readback;
 pub use readback::read_texture;
 
 use stagehand_gpu::Gpu;
@@ -53,6 +54,8 @@ pub struct Renderer {
     params: Option<Tracked<wgpu::Buffer>>,
     output: Tracked<wgpu::Texture>,
     output_view: Tracked<wgpu::TextureView>,
+    /// Where the offscreen target is read back to present it by copying.
+    readback: Readback,
     /// The format of every target it draws into (8-bit, not sRGB).
     format: wgpu::TextureFormat,
     /// The frames' size, for the letterbox.
@@ -131,6 +134,7 @@ impl Renderer {
             params,
             output,
             output_view,
+            readback: Readback::default(),
             format,
             frame_size,
             upscale,
@@ -295,6 +299,18 @@ impl Renderer {
         }
         gpu.queue().submit([encoder.finish()?])?;
         Ok(())
+    }
+
+    /// Reads back what the last draw put in the offscreen target into a
+    /// buffer kept for it, and hands `with` its rows (4 bytes a texel, in
+    /// the target's format) and their pitch in bytes: a window presented
+    /// by copying its pixels. `None` if the read failed (a lost device).
+    pub(crate) fn read_output<R>(
+        &mut self,
+        gpu: &Gpu,
+        with: impl FnOnce(&[u8], u32) -> R,
+    ) -> Result<Option<R>> {
+        self.readback.read(gpu, &self.output, with)
     }
 
     /// Reads back what the last draw put in the offscreen target: tightly
