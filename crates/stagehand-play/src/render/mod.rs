@@ -2,7 +2,7 @@
 //! with its aspect ratio kept (black bars around it), through the display
 //! transform for scene-linear sources (`display.wgsl`), or converted from
 //! Y'CbCr (`yuv.wgsl`; first at the frame's own size when the picture is
-//! much larger, [`upscale`]).
+//! much larger, `upscale.rs`).
 
 mod display;
 pub mod overlay;
