@@ -3,6 +3,7 @@
 
 use super::run::Run;
 use super::*;
+use crate::render::Frame;
 use crate::render::overlay::Cell;
 
 /// Where the render loop draws.
@@ -85,7 +86,7 @@ impl Run<'_> {
                     return Ok(());
                 }
                 self.drawn_offscreen = Some(self.screen);
-                renderer.draw(gpu, self.picture(renderer).map(|(bind, _)| bind))?;
+                renderer.draw(gpu, self.frame(renderer))?;
                 Some(Instant::now())
             }
             Output::Window(w) => {
@@ -99,34 +100,19 @@ impl Run<'_> {
                 }
                 w.dirty = false;
                 w.drawn = self.screen;
-                let bind = self.picture(renderer).map(|(bind, _)| bind);
-                let acquiring = Instant::now();
-                let acquired = w.screen.acquire(gpu);
-                let acquire = acquiring.elapsed();
-                match acquired {
+                let shown = if w.screen.puts() {
+                    self.put(gpu, renderer, w)?
+                } else {
+                    self.present_surface(gpu, renderer, w)?
+                };
+                match shown {
                     // Minimised or occluded: nothing drawn, the clock goes on;
                     // drawn as soon as it can be.
                     None => {
                         w.dirty = true;
                         None
                     }
-                    Some(frame) => {
-                        let view = frame.texture.create_view(&wgpu::TextureViewDescriptor {
-                            format: Some(renderer.format()),
-                            ..Default::default()
-                        });
-                        let size = (frame.texture.width(), frame.texture.height());
-                        renderer.draw_to(
-                            gpu,
-                            Some((&view, size)),
-                            bind,
-                            Some((&w.overlay, w.hud)),
-                        )?;
-                        let presenting = Instant::now();
-                        gpu.queue().present(frame);
-                        let now = Instant::now();
-                        self.present_calls
-                            .push((acquire + (now - presenting)).as_secs_f64() * 1e3);
+                    Some(now) => {
                         if playing {
                             w.presents.push_back(now);
                             while w
@@ -155,6 +141,58 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// Draws into the window's next surface texture and presents it; when
+    /// it was presented (`None`: there was nothing to draw into).
+    fn present_surface(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &Renderer,
+        w: &mut Windowed<'_>,
+    ) -> Result<Option<Instant>, PlayError> {
+        let picture = self.frame(renderer);
+        let acquiring = Instant::now();
+        let acquired = w.screen.acquire(gpu);
+        let acquire = acquiring.elapsed();
+        let Some(frame) = acquired else {
+            return Ok(None);
+        };
+        let view = frame.texture.create_view(&wgpu::TextureViewDescriptor {
+            format: Some(renderer.format()),
+            ..Default::default()
+        });
+        let size = (frame.texture.width(), frame.texture.height());
+        renderer.draw_to(gpu, Some((&view, size)), picture, Some((&w.overlay, w.hud)))?;
+        let presenting = Instant::now();
+        gpu.queue().present(frame);
+        let now = Instant::now();
+        self.present_calls
+            .push((acquire + (now - presenting)).as_secs_f64() * 1e3);
+        Ok(Some(now))
+    }
+
+    /// Draws into the offscreen target at the window's size and copies it
+    /// into the window ([`Screen::put`](crate::window::Screen)); when it
+    /// was shown (`None`: it was not).
+    fn put(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        w: &mut Windowed<'_>,
+    ) -> Result<Option<Instant>, PlayError> {
+        let size = w.screen.size();
+        if size.0 == 0 || size.1 == 0 {
+            return Ok(None);
+        }
+        renderer.set_output_size(gpu, size)?;
+        renderer.draw_to(gpu, None, self.frame(renderer), Some((&w.overlay, w.hud)))?;
+        let putting = Instant::now();
+        let screen = &mut w.screen;
+        let shown = renderer.read_output(gpu, |pixels, pitch| screen.put(pixels, pitch, size.1))?;
+        let now = Instant::now();
+        self.present_calls.push((now - putting).as_secs_f64() * 1e3);
+        Ok((shown == Some(true)).then_some(now))
+    }
+
     /// Reads back what tick `index` drew: headless, the target; in a
     /// window, the same draw (overlay and all) into a target of the
     /// window's size.
@@ -168,8 +206,7 @@ impl Run<'_> {
         if let Output::Window(w) = output {
             let size = w.screen.size();
             renderer.set_output_size(gpu, (size.0.max(1), size.1.max(1)))?;
-            let bind = self.picture(renderer).map(|(bind, _)| bind);
-            renderer.draw_to(gpu, None, bind, Some((&w.overlay, w.hud)))?;
+            renderer.draw_to(gpu, None, self.frame(renderer), Some((&w.overlay, w.hud)))?;
         }
         let (w, h, rgba) = renderer.read_back(gpu)?;
         let texel = format::texel_bytes(self.shared.texture) as u32;
@@ -186,6 +223,14 @@ impl Run<'_> {
             texels,
         });
         Ok(())
+    }
+
+    /// The picture on screen as the renderer draws it, named by its tick
+    /// (each tick's picture is its own: a tick is never pushed twice).
+    fn frame<'a>(&'a self, renderer: &'a Renderer) -> Option<Frame<'a>> {
+        let (tick, _) = self.screen?;
+        let (bind, _) = self.picture(renderer)?;
+        Some(Frame { bind, id: tick })
     }
 
     /// Brings the overlay up to date: the timeline's cells (now and then),

@@ -1,13 +1,17 @@
 //! The player's render pass: the frame on screen fitted into the target
 //! with its aspect ratio kept (black bars around it), through the display
-//! transform for scene-linear sources (`display.wgsl`).
+//! transform for scene-linear sources (`display.wgsl`), or converted from
+//! Y'CbCr (`yuv.wgsl`; first at the frame's own size when the picture is
+//! much larger, `upscale.rs`).
 
 mod display;
 pub mod overlay;
 mod readback;
+mod upscale;
 mod yuv;
 
 pub use display::{Display, Transfer, encode};
+use readback::Readback;
 pub use readback::read_texture;
 
 use stagehand_gpu::Gpu;
@@ -16,33 +20,49 @@ use stagehand_gpu::diag::Tracked;
 use stagehand_gpu::upload::FrameQueue;
 
 use crate::yuv::Yuv;
+use upscale::Upscale;
 
 /// The offscreen target's format, headless.
 pub const OUTPUT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
+
+/// A frame to draw: the bind group that shows it ([`Renderer::slot`],
+/// [`Renderer::bind`]) and a number naming its contents (the player's
+/// tick), so that work done for one picture is not done again for it.
+#[derive(Clone, Copy, Debug)]
+pub struct Frame<'a> {
+    /// The frame's bind group.
+    pub bind: &'a wgpu::BindGroup,
+    /// Names the picture: the same id means the same texels.
+    pub id: u64,
+}
 
 /// Draws frame-queue slots into the offscreen target, or into a window's
 /// surface texture (with the overlay).
 pub struct Renderer {
     shader: Tracked<wgpu::ShaderModule>,
     pipeline_layout: Tracked<wgpu::PipelineLayout>,
+    /// Draws a frame into a target of `format`.
     pipeline: Tracked<wgpu::RenderPipeline>,
     display: Option<Display>,
     layout: Tracked<wgpu::BindGroupLayout>,
-    sampler: Tracked<wgpu::Sampler>,
+    /// `None` for an integer texture, read texel by texel.
+    sampler: Option<Tracked<wgpu::Sampler>>,
     /// One bind group per frame-queue slot.
     binds: Vec<Tracked<wgpu::BindGroup>>,
-    params: Tracked<wgpu::Buffer>,
+    /// The display transform's parameters, for RGBA frames; `None` for
+    /// Y'CbCr frames, whose parameters are pipeline constants.
+    params: Option<Tracked<wgpu::Buffer>>,
     output: Tracked<wgpu::Texture>,
     output_view: Tracked<wgpu::TextureView>,
+    /// Where the offscreen target is read back to present it by copying.
+    readback: Readback,
     /// The format of every target it draws into (8-bit, not sRGB).
     format: wgpu::TextureFormat,
     /// The frames' size, for the letterbox.
     frame_size: (u32, u32),
-    /// `Some` for Y'CbCr frames (packed planes in an integer texture,
-    /// drawn by `yuv.wgsl`, whose parameters `params` holds).
-    yuv: Option<Yuv>,
-    /// The frames are in an integer texture: bound without a sampler.
-    integer: bool,
+    /// Y'CbCr frames only: the conversion at the frame's size, for
+    /// pictures much larger than it.
+    upscale: Option<Upscale>,
 }
 
 impl Renderer {
@@ -64,39 +84,8 @@ impl Renderer {
     ) -> Result<Self> {
         let device = gpu.device();
         let frame_format = queue.texture(0).format();
-        // Rgba32Float filters only with an adapter feature: sample it
-        // nearest where the device lacks it.
-        let filterable = matches!(
-            frame_format.sample_type(None, Some(device.features())),
-            Some(wgpu::TextureSampleType::Float { filterable: true })
-        );
-        let float_entries = [
-            texture_entry(0, wgpu::TextureSampleType::Float { filterable }),
-            wgpu::BindGroupLayoutEntry {
-                binding: 1,
-                visibility: wgpu::ShaderStages::FRAGMENT,
-                ty: wgpu::BindingType::Sampler(if filterable {
-                    wgpu::SamplerBindingType::Filtering
-                } else {
-                    wgpu::SamplerBindingType::NonFiltering
-                }),
-                count: None,
-            },
-            uniform_entry(2),
-        ];
-        let integer_entries = [
-            texture_entry(0, wgpu::TextureSampleType::Uint),
-            uniform_entry(2),
-        ];
-        let integer = yuv.is_some() && yuv::is_integer(frame_format);
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("play frame"),
-            entries: if integer {
-                &integer_entries
-            } else {
-                &float_entries
-            },
-        })?;
+        let sampling = Sampling::of(gpu, frame_format, yuv.is_some());
+        let layout = sampling.layout(gpu)?;
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("play"),
             bind_group_layouts: &[Some(&*layout)],
@@ -113,38 +102,25 @@ impl Renderer {
             label: Some("play display"),
             source: wgpu::ShaderSource::Wgsl(source.into()),
         })?;
-        let pipeline = Self::pipeline(gpu, &shader, &pipeline_layout, format, display, yuv)?;
-        let filter = if filterable {
-            wgpu::FilterMode::Linear
-        } else {
-            wgpu::FilterMode::Nearest
+        let constants = match &yuv {
+            Some(y) => yuv::constants(y, frame_size.0, frame_size.1, frame_format),
+            None => Display::constants(display).to_vec(),
         };
-        let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
-            label: Some("play"),
-            mag_filter: filter,
-            min_filter: filter,
-            ..Default::default()
-        })?;
-        let params = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("play display"),
-            size: if yuv.is_some() {
-                yuv::PARAMS_BYTES
-            } else {
-                display::PARAMS_BYTES
-            },
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        })?;
-        match &yuv {
-            Some(y) => gpu.queue().write_buffer(
-                &params,
-                0,
-                &yuv::params(y, frame_size.0, frame_size.1, frame_format),
-            ),
-            None => gpu
-                .queue()
-                .write_buffer(&params, 0, &Display::params_of(display)),
-        }
+        let pipeline = full_screen_pipeline(gpu, &shader, &pipeline_layout, format, &constants)?;
+        let upscale = match &yuv {
+            Some(_) => {
+                let into = Upscale::format(gpu, format);
+                let convert =
+                    full_screen_pipeline(gpu, &shader, &pipeline_layout, into, &constants)?;
+                Some(Upscale::new(gpu, frame_size, into, convert, format)?)
+            }
+            None => None,
+        };
+        let sampler = sampling.sampler(gpu)?;
+        let params = match yuv {
+            Some(_) => None,
+            None => Some(Self::display_params(gpu, display)?),
+        };
         let output = Self::target(gpu, size, format)?;
         let output_view = device.create_texture_view(&output, &Default::default())?;
         let mut renderer = Self {
@@ -158,10 +134,10 @@ impl Renderer {
             params,
             output,
             output_view,
+            readback: Readback::default(),
             format,
             frame_size,
-            yuv,
-            integer,
+            upscale,
         };
         renderer.binds = (0..queue.depth())
             .map(|slot| renderer.bind(gpu, queue.texture(slot)))
@@ -169,31 +145,42 @@ impl Renderer {
         Ok(renderer)
     }
 
+    /// The display transform's parameter block, written for `display`.
+    fn display_params(gpu: &Gpu, display: Option<Display>) -> Result<Tracked<wgpu::Buffer>> {
+        let params = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("play display"),
+            size: display::PARAMS_BYTES,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })?;
+        gpu.queue()
+            .write_buffer(&params, 0, &Display::params_of(display));
+        Ok(params)
+    }
+
     /// A bind group that draws `texture` (a frame like the queue's).
     pub fn bind(&self, gpu: &Gpu, texture: &wgpu::Texture) -> Result<Tracked<wgpu::BindGroup>> {
         let view = texture.create_view(&Default::default());
-        let texture = wgpu::BindGroupEntry {
+        let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,
             resource: wgpu::BindingResource::TextureView(&view),
-        };
-        let sampler = wgpu::BindGroupEntry {
-            binding: 1,
-            resource: wgpu::BindingResource::Sampler(&self.sampler),
-        };
-        let params = wgpu::BindGroupEntry {
-            binding: 2,
-            resource: self.params.as_entire_binding(),
-        };
-        let with_sampler = [texture.clone(), sampler, params.clone()];
-        let without = [texture, params];
+        }];
+        if let Some(sampler) = &self.sampler {
+            entries.push(wgpu::BindGroupEntry {
+                binding: 1,
+                resource: wgpu::BindingResource::Sampler(sampler),
+            });
+        }
+        if let Some(params) = &self.params {
+            entries.push(wgpu::BindGroupEntry {
+                binding: 2,
+                resource: params.as_entire_binding(),
+            });
+        }
         gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("play frame"),
             layout: &self.layout,
-            entries: if self.integer {
-                &without
-            } else {
-                &with_sampler
-            },
+            entries: &entries,
         })
     }
 
@@ -229,125 +216,82 @@ impl Renderer {
         Ok(())
     }
 
-    /// The pipeline for `display`: the transfer function and whether the
-    /// source is scene-linear are pipeline constants, so each pipeline
-    /// runs only its own arithmetic (a software rasteriser would otherwise
-    /// pay for every branch on every pixel); exposure is a uniform.
-    fn pipeline(
-        gpu: &Gpu,
-        shader: &wgpu::ShaderModule,
-        layout: &wgpu::PipelineLayout,
-        format: wgpu::TextureFormat,
-        display: Option<Display>,
-        yuv: Option<Yuv>,
-    ) -> Result<Tracked<wgpu::RenderPipeline>> {
-        let all = Display::constants(display);
-        // The Y'CbCr shader has no display constants: its sources are
-        // display-referred.
-        let constants: &[(&str, f64)] = if yuv.is_some() { &[] } else { &all };
-        gpu.device()
-            .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-                label: Some("play"),
-                layout: Some(layout),
-                vertex: wgpu::VertexState {
-                    module: shader,
-                    entry_point: Some("vs"),
-                    compilation_options: Default::default(),
-                    buffers: &[],
-                },
-                primitive: Default::default(),
-                depth_stencil: None,
-                multisample: Default::default(),
-                fragment: Some(wgpu::FragmentState {
-                    module: shader,
-                    entry_point: Some("fs"),
-                    compilation_options: wgpu::PipelineCompilationOptions {
-                        constants,
-                        ..Default::default()
-                    },
-                    targets: &[Some(format.into())],
-                }),
-                multiview_mask: None,
-                cache: None,
-            })
-    }
-
     /// Changes the display transform for the draws that follow: the
     /// exposure at once, the transfer function by a new pipeline.
     pub fn set_display(&mut self, gpu: &Gpu, display: Option<Display>) -> Result<()> {
-        if self.yuv.is_some() {
-            // Y'CbCr frames are display-referred: nothing to transform,
-            // and the parameter block is the matrix's.
+        let Some(params) = &self.params else {
+            // Y'CbCr frames are display-referred: nothing to transform.
             self.display = display;
             return Ok(());
-        }
+        };
         if Display::constants(display) != Display::constants(self.display) {
-            self.pipeline = Self::pipeline(
+            self.pipeline = full_screen_pipeline(
                 gpu,
                 &self.shader,
                 &self.pipeline_layout,
                 self.format,
-                display,
-                None,
+                &Display::constants(display),
             )?;
         }
         self.display = display;
         gpu.queue()
-            .write_buffer(&self.params, 0, &Display::params_of(display));
+            .write_buffer(params, 0, &Display::params_of(display));
         Ok(())
     }
 
-    /// Draws the frame `bind` shows (or clears, before the first frame)
-    /// into the offscreen target and submits.
-    pub fn draw(&self, gpu: &Gpu, bind: Option<&wgpu::BindGroup>) -> Result<()> {
-        self.draw_to(gpu, None, bind, None)
+    /// Draws `frame` (or clears, before the first frame) into the
+    /// offscreen target and submits.
+    pub fn draw(&self, gpu: &Gpu, frame: Option<Frame<'_>>) -> Result<()> {
+        self.draw_to(gpu, None, frame, None)
     }
 
-    /// Draws the frame `bind` shows into `target` (a view of this
-    /// renderer's format and its size; `None`: the offscreen target), with
-    /// the overlay over it when given (the picture then fits above the
-    /// timeline strip), and submits.
+    /// Draws `frame` into `target` (a view of this renderer's format and
+    /// its size; `None`: the offscreen target), with the overlay over it
+    /// when given (the picture then fits above the timeline strip), and
+    /// submits: one pass into the target (after one at the frame's size,
+    /// for a Y'CbCr frame much smaller than its picture, not yet
+    /// converted).
     pub fn draw_to(
         &self,
         gpu: &Gpu,
         target: Option<(&wgpu::TextureView, (u32, u32))>,
-        bind: Option<&wgpu::BindGroup>,
+        frame: Option<Frame<'_>>,
         overlay: Option<(&overlay::Overlay, bool)>,
     ) -> Result<()> {
         let (view, size) = target.unwrap_or((
             &self.output_view,
             (self.output.width(), self.output.height()),
         ));
+        let area = match overlay {
+            Some(_) => (size.0, size.1.saturating_sub(overlay::BAR_HEIGHT)),
+            None => size,
+        };
+        let picture = (area.0 > 0 && area.1 > 0).then(|| letterbox(self.frame_size, area));
+        let frame = frame.zip(picture);
+        let upscale = frame.and_then(|(_, (_, _, w, h))| {
+            let upscale = self.upscale.as_ref()?;
+            Upscale::pays(self.frame_size, (w as u32, h as u32)).then_some(upscale)
+        });
         let mut encoder = gpu.device().create_command_encoder(&Default::default())?;
+        if let (Some(upscale), Some((frame, _))) = (upscale, frame) {
+            upscale.convert(&mut encoder, frame.bind, frame.id);
+        }
         {
-            let attachment = wgpu::RenderPassColorAttachment {
-                view,
-                depth_slice: None,
-                resolve_target: None,
-                ops: wgpu::Operations {
-                    load: wgpu::LoadOp::Clear(wgpu::Color::BLACK),
-                    store: wgpu::StoreOp::Store,
-                },
-            };
-            let desc = wgpu::RenderPassDescriptor {
+            let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("play"),
-                color_attachments: &[Some(attachment)],
+                color_attachments: &[Some(cleared(view))],
                 ..Default::default()
-            };
-            let mut pass = encoder.begin_render_pass(&desc);
-            let area = match overlay {
-                Some(_) => (size.0, size.1.saturating_sub(overlay::BAR_HEIGHT)),
-                None => size,
-            };
-            if let Some(bind) = bind
-                && area.0 > 0
-                && area.1 > 0
-            {
-                let (x, y, w, h) = letterbox(self.frame_size, area);
+            });
+            if let Some((frame, (x, y, w, h))) = frame {
                 pass.set_viewport(x, y, w, h, 0.0, 1.0);
-                pass.set_pipeline(&self.pipeline);
-                pass.set_bind_group(0, Some(bind), &[]);
-                pass.draw(0..3, 0..1);
+                match upscale {
+                    Some(upscale) => upscale.draw(&mut pass),
+                    None => {
+                        pass.set_pipeline(&self.pipeline);
+                        pass.set_bind_group(0, Some(frame.bind), &[]);
+                        pass.draw(0..3, 0..1);
+                    }
+                }
             }
             if let Some((overlay, hud)) = overlay {
                 overlay.draw(&mut pass, size, hud);
@@ -355,6 +299,18 @@ impl Renderer {
         }
         gpu.queue().submit([encoder.finish()?])?;
         Ok(())
+    }
+
+    /// Reads back what the last draw put in the offscreen target into a
+    /// buffer kept for it, and hands `with` its rows (4 bytes a texel, in
+    /// the target's format) and their pitch in bytes: a window presented
+    /// by copying its pixels. `None` if the read failed (a lost device).
+    pub(crate) fn read_output<R>(
+        &mut self,
+        gpu: &Gpu,
+        with: impl FnOnce(&[u8], u32) -> R,
+    ) -> Result<Option<R>> {
+        self.readback.read(gpu, &self.output, with)
     }
 
     /// Reads back what the last draw put in the offscreen target: tightly
@@ -371,6 +327,138 @@ impl Renderer {
             }
         }
         Ok((w, h, texels))
+    }
+}
+
+/// How a frame's texture is read: filtered through a sampler (a float
+/// or normalised texture), or texel by texel (an integer one, or a float
+/// one the device cannot filter: sampled nearest).
+struct Sampling {
+    /// The texture's sample type in the layout.
+    sample_type: wgpu::TextureSampleType,
+    /// The sampler's filter; `None`: no sampler (an integer texture).
+    filter: Option<wgpu::FilterMode>,
+    /// Whether the layout has the display transform's parameter block
+    /// (RGBA frames).
+    params: bool,
+}
+
+impl Sampling {
+    /// How frames in `format` are read (`yuv`: packed Y'CbCr planes).
+    fn of(gpu: &Gpu, format: wgpu::TextureFormat, yuv: bool) -> Self {
+        if yuv && yuv::is_integer(format) {
+            return Self {
+                sample_type: wgpu::TextureSampleType::Uint,
+                filter: None,
+                params: false,
+            };
+        }
+        // Rgba32Float filters only with an adapter feature: sample it
+        // nearest where the device lacks it.
+        let filterable = matches!(
+            format.sample_type(None, Some(gpu.device().features())),
+            Some(wgpu::TextureSampleType::Float { filterable: true })
+        );
+        Self {
+            sample_type: wgpu::TextureSampleType::Float { filterable },
+            filter: Some(if filterable {
+                wgpu::FilterMode::Linear
+            } else {
+                wgpu::FilterMode::Nearest
+            }),
+            params: !yuv,
+        }
+    }
+
+    /// The bind group layout: the texture at 0, the sampler at 1, the
+    /// parameter block at 2 (each where there is one).
+    fn layout(&self, gpu: &Gpu) -> Result<Tracked<wgpu::BindGroupLayout>> {
+        let mut entries = vec![texture_entry(0, self.sample_type)];
+        if let Some(filter) = self.filter {
+            entries.push(wgpu::BindGroupLayoutEntry {
+                binding: 1,
+                visibility: wgpu::ShaderStages::FRAGMENT,
+                ty: wgpu::BindingType::Sampler(match filter {
+                    wgpu::FilterMode::Linear => wgpu::SamplerBindingType::Filtering,
+                    wgpu::FilterMode::Nearest => wgpu::SamplerBindingType::NonFiltering,
+                }),
+                count: None,
+            });
+        }
+        if self.params {
+            entries.push(uniform_entry(2));
+        }
+        gpu.device()
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("play frame"),
+                entries: &entries,
+            })
+    }
+
+    /// The sampler, where the texture is filtered.
+    fn sampler(&self, gpu: &Gpu) -> Result<Option<Tracked<wgpu::Sampler>>> {
+        let Some(filter) = self.filter else {
+            return Ok(None);
+        };
+        let sampler = gpu.device().create_sampler(&wgpu::SamplerDescriptor {
+            label: Some("play"),
+            mag_filter: filter,
+            min_filter: filter,
+            ..Default::default()
+        })?;
+        Ok(Some(sampler))
+    }
+}
+
+/// A pipeline drawing `shader`'s full-screen triangle (`vs`, `fs`) into
+/// targets of `format`, with pipeline constants `constants`: each
+/// pipeline then runs only its own arithmetic (a software rasteriser would
+/// otherwise pay for every branch, and every uniform it loads, on every
+/// pixel).
+fn full_screen_pipeline(
+    gpu: &Gpu,
+    shader: &wgpu::ShaderModule,
+    layout: &wgpu::PipelineLayout,
+    format: wgpu::TextureFormat,
+    constants: &[(&str, f64)],
+) -> Result<Tracked<wgpu::RenderPipeline>> {
+    gpu.device()
+        .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("play"),
+            layout: Some(layout),
+            vertex: wgpu::VertexState {
+                module: shader,
+                entry_point: Some("vs"),
+                compilation_options: Default::default(),
+                buffers: &[],
+            },
+            primitive: Default::default(),
+            depth_stencil: None,
+            multisample: Default::default(),
+            fragment: Some(wgpu::FragmentState {
+                module: shader,
+                entry_point: Some("fs"),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants,
+                    ..Default::default()
+                },
+                targets: &[Some(format.into())],
+            }),
+            multiview_mask: None,
+            cache: None,
+        })
+}
+
+/// The target's attachment, cleared to black (the letterbox's bars).
+fn cleared(view: &wgpu::TextureView) -> wgpu::RenderPassColorAttachment<'_> {
+    wgpu::RenderPassColorAttachment {
+        view,
+        depth_slice: None,
+        resolve_target: None,
+        ops: wgpu::Operations {
+            load: wgpu::LoadOp::Clear(wgpu::Color::BLACK),
+            store: wgpu::StoreOp::Store,
+        },
     }
 }
 
@@ -444,7 +532,138 @@ pub fn letterbox(frame: (u32, u32), target: (u32, u32)) -> (f32, f32, f32, f32) 
 
 #[cfg(test)]
 mod tests {
-    use super::letterbox;
+    use super::*;
+    use crate::yuv::{Chroma, Matrix, Range, Siting};
+    use stagehand_gpu::GpuOptions;
+    use stagehand_gpu::upload::{EngineConfig, FrameQueueConfig, UploadEngine};
+    use std::sync::Arc;
+
+    /// A 4:4:4 full-range picture, its planes stacked.
+    const YUV: Yuv = Yuv {
+        chroma: Chroma::S444,
+        bits: 8,
+        matrix: Matrix::Bt709,
+        range: Range::Full,
+        siting: Siting::Center,
+    };
+    const FRAME: (u32, u32) = (8, 6);
+
+    /// Smooth planes, every colour inside the gamut: luma rising to the
+    /// right and down, Cb across, Cr down; `shift` moves luma.
+    fn planes(shift: u8) -> Vec<u8> {
+        let (w, h) = FRAME;
+        let texels = (0..h).flat_map(|y| (0..w).map(move |x| (x, y)));
+        let luma = texels
+            .clone()
+            .map(|(x, y)| 60 + 12 * x + 9 * y + u32::from(shift));
+        let cb = texels.clone().map(|(x, _)| 120 + 2 * x);
+        let cr = texels.map(|(_, y)| 124 + 3 * y);
+        luma.chain(cb).chain(cr).map(|v| v as u8).collect()
+    }
+
+    /// What bilinear filtering of the converted texels of `planes` gives
+    /// at the centre of pixel (x, y) of a `target`-sized picture.
+    fn filtered(planes: &[u8], target: (u32, u32), x: u32, y: u32) -> [f64; 3] {
+        let (w, h) = FRAME;
+        let n = (w * h) as usize;
+        let rgb = |tx: i64, ty: i64| {
+            let (tx, ty) = (tx.clamp(0, i64::from(w) - 1), ty.clamp(0, i64::from(h) - 1));
+            let i = (ty * i64::from(w) + tx) as usize;
+            YUV.to_rgb(
+                u16::from(planes[i]),
+                u16::from(planes[n + i]),
+                u16::from(planes[2 * n + i]),
+            )
+        };
+        let at = |p: u32, size: u32, frame: u32| {
+            (f64::from(p) + 0.5) / f64::from(size) * f64::from(frame) - 0.5
+        };
+        let (tx, ty) = (at(x, target.0, w), at(y, target.1, h));
+        let (x0, y0) = (tx.floor(), ty.floor());
+        let (fx, fy) = (tx - x0, ty - y0);
+        let (x0, y0) = (x0 as i64, y0 as i64);
+        let mut out = [0.0; 3];
+        for (c, v) in out.iter_mut().enumerate() {
+            let texel = |dx, dy| f64::from(rgb(x0 + dx, y0 + dy)[c]);
+            let top = texel(0, 0) * (1.0 - fx) + texel(1, 0) * fx;
+            let bottom = texel(0, 1) * (1.0 - fx) + texel(1, 1) * fx;
+            *v = top * (1.0 - fy) + bottom * fy;
+        }
+        out
+    }
+
+    /// The largest difference between what was drawn into `target` and
+    /// the filtered conversion of `planes`.
+    fn worst(drawn: &[u8], planes: &[u8], target: (u32, u32)) -> f64 {
+        let mut worst = 0.0f64;
+        for y in 0..target.1 {
+            for x in 0..target.0 {
+                let want = filtered(planes, target, x, y);
+                let i = ((y * target.0 + x) * 4) as usize;
+                for (c, w) in want.iter().enumerate() {
+                    worst = worst.max((f64::from(drawn[i + c]) - w).abs());
+                }
+            }
+        }
+        worst
+    }
+
+    #[test]
+    fn an_enlarged_yuv_frame_is_the_filtered_conversion_of_its_texels_converted_once() {
+        let gpu = Arc::new(
+            Gpu::open(&GpuOptions::default())
+                .unwrap_or_else(|e| panic!("tests need a GPU adapter: {e}")),
+        );
+        let engine = UploadEngine::new(Arc::clone(&gpu), EngineConfig::default()).unwrap();
+        let packed = YUV.packing(FRAME.0, FRAME.1).size;
+        let usage = wgpu::TextureUsages::TEXTURE_BINDING;
+        let desc = texture_2d("frame", packed, wgpu::TextureFormat::R8Unorm, usage);
+        let config = FrameQueueConfig {
+            depth: 2,
+            ..FrameQueueConfig::default()
+        };
+        let queue = FrameQueue::new(&engine, &desc, config).unwrap();
+        let target = (FRAME.0 * 4, FRAME.1 * 4);
+        assert!(Upscale::pays(FRAME, target), "a picture 16 times the frame");
+        let renderer = Renderer::new(
+            &gpu,
+            &queue,
+            FRAME,
+            target,
+            wgpu::TextureFormat::Rgba8Unorm,
+            None,
+            Some(YUV),
+        )
+        .unwrap();
+        let write = |planes: &[u8]| {
+            gpu.queue().write_texture(
+                queue.texture(0).as_image_copy(),
+                planes,
+                wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(packed.0),
+                    rows_per_image: None,
+                },
+                queue.texture(0).size(),
+            );
+        };
+        let draw = |id| {
+            let bind = renderer.slot(0).unwrap();
+            renderer.draw(&gpu, Some(Frame { bind, id })).unwrap();
+            renderer.read_back(&gpu).unwrap().2
+        };
+        let first = planes(0);
+        write(&first);
+        let drawn = draw(1);
+        let off = worst(&drawn, &first, target);
+        assert!(off <= 2.0, "off by {off} from the filtered conversion");
+        // New texels under the same id: the picture converted stays.
+        let second = planes(20);
+        write(&second);
+        assert_eq!(draw(1), drawn, "picture 1 is converted once");
+        let off = worst(&draw(2), &second, target);
+        assert!(off <= 2.0, "picture 2: off by {off}");
+    }
 
     #[test]
     fn letterbox_keeps_the_aspect_ratio() {

@@ -141,6 +141,11 @@ pub struct Overlay {
     shown: Option<(Vec<String>, u32)>,
     /// Text uploads so far.
     uploads: u64,
+    /// The cell codes and their count last written to `cells` and
+    /// `params`, to skip writing them again: `None` before the first.
+    written: Option<(Box<[u8; MAX_TEXELS]>, u32)>,
+    /// Cell uploads so far.
+    cell_uploads: u64,
 }
 
 impl Overlay {
@@ -194,6 +199,8 @@ impl Overlay {
             text: None,
             shown: None,
             uploads: 0,
+            written: None,
+            cell_uploads: 0,
         })
     }
 
@@ -309,6 +316,9 @@ impl Overlay {
 
     /// Sets the timeline: one cell per sequence position, and the playhead
     /// position (`None`: no playhead; past the end: the last position).
+    /// The cells are written to the device only when they changed: a
+    /// playhead moving on costs no upload (on GL, writing a texture the
+    /// last frame still reads waits for that frame).
     ///
     /// More than 4096 positions are bucketed to 4096 texels: position `p`
     /// of `len` falls in texel `p * 4096 / len`, and a texel shows the
@@ -323,13 +333,32 @@ impl Overlay {
         playhead: Option<usize>,
     ) -> Result<()> {
         let texels = bucket(cells);
-        let mut codes = [0u8; MAX_TEXELS];
+        let mut codes = Box::new([0u8; MAX_TEXELS]);
         for (code, cell) in codes.iter_mut().zip(&texels) {
             *code = cell.code();
         }
+        let count = texels.len() as u32;
+        if self
+            .written
+            .as_ref()
+            .is_none_or(|(written, n)| (written, *n) != (&codes, count))
+        {
+            self.write_cells(gpu, &codes, count);
+            self.written = Some((codes, count));
+        }
+        let last = cells.len().checked_sub(1);
+        self.timeline = Some(Timeline {
+            len: cells.len(),
+            playhead: playhead.zip(last).map(|(p, last)| p.min(last)),
+        });
+        Ok(())
+    }
+
+    /// Writes `count` cell codes (the rest of `codes` zero) to the device.
+    fn write_cells(&mut self, gpu: &Gpu, codes: &[u8; MAX_TEXELS], count: u32) {
         gpu.queue().write_texture(
             self.cells.as_image_copy(),
-            &codes,
+            codes,
             wgpu::TexelCopyBufferLayout {
                 offset: 0,
                 bytes_per_row: Some(CELL_ROW),
@@ -337,15 +366,9 @@ impl Overlay {
             },
             extent((CELL_ROW, CELL_ROW)),
         );
-        let count = texels.len() as u32;
         gpu.queue()
             .write_buffer(&self.params, 0, &bar_params(count));
-        let last = cells.len().checked_sub(1);
-        self.timeline = Some(Timeline {
-            len: cells.len(),
-            playhead: playhead.zip(last).map(|(p, last)| p.min(last)),
-        });
-        Ok(())
+        self.cell_uploads += 1;
     }
 
     /// Records the overlay's draws into `pass`, whose target is `target`
@@ -430,6 +453,7 @@ impl std::fmt::Debug for Overlay {
             .field("text_box", &self.text.as_ref().map(|t| t.size))
             .field("lines", &self.shown.as_ref().map_or(0, |(l, _)| l.len()))
             .field("uploads", &self.uploads)
+            .field("cell_uploads", &self.cell_uploads)
             .finish_non_exhaustive()
     }
 }
@@ -841,6 +865,33 @@ mod tests {
         assert_eq!(outside, vec![], "drawn outside the box");
         let hidden = render(&gpu, &overlay, TARGET, false);
         assert_eq!(off_pixels(&hidden, 0..TARGET.1, clear()), vec![], "hud off");
+    }
+
+    #[test]
+    fn a_moving_playhead_uploads_no_cells() {
+        let gpu = gpu();
+        let mut overlay = Overlay::new(&gpu, wgpu::TextureFormat::Rgba8Unorm).unwrap();
+        overlay.set_timeline(&gpu, &TEN, Some(1)).unwrap();
+        overlay.set_timeline(&gpu, &TEN, Some(2)).unwrap();
+        assert_eq!(
+            overlay.cell_uploads, 1,
+            "the same cells again upload nothing"
+        );
+        let pixels = render(&gpu, &overlay, TARGET, false);
+        let moved = render_playhead_at(&gpu, 2);
+        assert_eq!(pixels, moved, "the playhead drawn where it moved to");
+        let mut more = TEN;
+        more[0] = Cell::Gap;
+        overlay.set_timeline(&gpu, &more, Some(2)).unwrap();
+        assert_eq!(overlay.cell_uploads, 2, "changed cells upload");
+    }
+
+    /// The timeline `TEN` with its playhead at `position`, drawn by a
+    /// fresh overlay.
+    fn render_playhead_at(gpu: &Gpu, position: usize) -> Vec<u8> {
+        let mut overlay = Overlay::new(gpu, wgpu::TextureFormat::Rgba8Unorm).unwrap();
+        overlay.set_timeline(gpu, &TEN, Some(position)).unwrap();
+        render(gpu, &overlay, TARGET, false)
     }
 
     #[test]

@@ -1,10 +1,7 @@
-//! The render pass's Y'CbCr path: the parameter block `yuv.wgsl` reads,
+//! The render pass's Y'CbCr path: the pipeline constants `yuv.wgsl` reads,
 //! from a picture's [`Yuv`] format.
 
 use crate::yuv::Yuv;
-
-/// Bytes of the parameter block: eight `vec4<f32>`.
-pub(super) const PARAMS_BYTES: u64 = 8 * 16;
 
 /// The shader for planes in a texture of `format`: the sampler filters a
 /// normalised one; an integer one is read texel by texel.
@@ -32,14 +29,14 @@ pub(super) fn is_integer(format: wgpu::TextureFormat) -> bool {
     )
 }
 
-/// The parameter block for a `width` x `height` picture of `yuv` in a
-/// texture of `format`.
-pub(super) fn params(
+/// The shader's pipeline constants for a `width` x `height` picture of
+/// `yuv` in a texture of `format` (`yuv.wgsl` says what each one is).
+pub(super) fn constants(
     yuv: &Yuv,
     width: u32,
     height: u32,
     format: wgpu::TextureFormat,
-) -> [u8; PARAMS_BYTES as usize] {
+) -> Vec<(&'static str, f64)> {
     let packing = yuv.packing(width, height);
     let unit = match format {
         wgpu::TextureFormat::R8Unorm => 255.0,
@@ -47,35 +44,37 @@ pub(super) fn params(
         _ => 1.0,
     };
     let [_, cb, cr] = packing.planes;
-    let rows = yuv.rows();
-    let vectors: [[f64; 4]; 8] = [
-        [
-            f64::from(width),
-            f64::from(height),
-            f64::from(cb.width),
-            f64::from(cb.height),
-        ],
-        [
-            f64::from(cb.x),
-            f64::from(cb.y),
-            f64::from(cr.x),
-            f64::from(cr.y),
-        ],
-        yuv.chroma_position(),
-        yuv.normalisation(),
-        [rows[0][0], rows[0][1], rows[0][2], 0.0],
-        [rows[1][0], rows[1][1], rows[1][2], 0.0],
-        [rows[2][0], rows[2][1], rows[2][2], 0.0],
-        [
-            f64::from(packing.size.0),
-            f64::from(packing.size.1),
-            unit,
-            0.0,
-        ],
-    ];
-    let mut out = [0u8; PARAMS_BYTES as usize];
-    for (chunk, v) in out.chunks_exact_mut(4).zip(vectors.iter().flatten()) {
-        chunk.copy_from_slice(&(*v as f32).to_le_bytes());
-    }
-    out
+    let [scale_x, scale_y, shift_x, shift_y] = yuv.chroma_position();
+    let [luma_offset, luma_scale, chroma_offset, chroma_scale] = yuv.normalisation();
+    let [r, g, b] = yuv.rows();
+    vec![
+        ("LUMA_WIDTH", f64::from(width)),
+        ("LUMA_HEIGHT", f64::from(height)),
+        ("CHROMA_WIDTH", f64::from(cb.width)),
+        ("CHROMA_HEIGHT", f64::from(cb.height)),
+        ("CB_X", f64::from(cb.x)),
+        ("CB_Y", f64::from(cb.y)),
+        ("CR_X", f64::from(cr.x)),
+        ("CR_Y", f64::from(cr.y)),
+        ("CHROMA_SCALE_X", scale_x),
+        ("CHROMA_SCALE_Y", scale_y),
+        ("CHROMA_SHIFT_X", shift_x),
+        ("CHROMA_SHIFT_Y", shift_y),
+        ("LUMA_OFFSET", luma_offset),
+        ("LUMA_SCALE", luma_scale),
+        ("CHROMA_OFFSET", chroma_offset),
+        ("CHROMA_SCALE", chroma_scale),
+        ("R_Y", r[0]),
+        ("R_CB", r[1]),
+        ("R_CR", r[2]),
+        ("G_Y", g[0]),
+        ("G_CB", g[1]),
+        ("G_CR", g[2]),
+        ("B_Y", b[0]),
+        ("B_CB", b[1]),
+        ("B_CR", b[2]),
+        ("TEXTURE_WIDTH", f64::from(packing.size.0)),
+        ("TEXTURE_HEIGHT", f64::from(packing.size.1)),
+        ("UNIT", unit),
+    ]
 }

@@ -9,6 +9,6 @@
 // (texel centres at whole numbers), in code values.
 fn plane(origin: vec2<f32>, size: vec2<f32>, t: vec2<f32>) -> f32 {
     let inside = clamp(t, vec2<f32>(0.0, 0.0), size - vec2<f32>(1.0, 1.0));
-    let uv = (origin + inside + vec2<f32>(0.5, 0.5)) / params.texture.xy;
-    return textureSampleLevel(planes, planes_sampler, uv, 0.0).r * params.texture.z;
+    let uv = (origin + inside + vec2<f32>(0.5, 0.5)) / vec2<f32>(TEXTURE_WIDTH, TEXTURE_HEIGHT);
+    return textureSampleLevel(planes, planes_sampler, uv, 0.0).r * UNIT;
 }

@@ -1,12 +1,35 @@
 //! The player's window: a winit window whose events the render loop pumps
 //! between frames (the loop keeps its own clock, so pacing stays the
-//! player's), and the wgpu surface it presents to.
+//! player's), and the wgpu surface it presents to: or, for wgpu's GL
+//! backend on a software rasteriser in an X11 window, the X server it
+//! copies frames to without wgpu's blit (`x11.rs`).
 //!
 //! Open the [`Screen`] before the GPU: its display handle goes into
 //! [`GpuOptions::display`](stagehand_gpu::GpuOptions::display), which the
 //! GL backend needs to present at all.
 
 pub mod keys;
+#[cfg(all(unix, not(target_os = "macos"), not(target_os = "android")))]
+mod x11;
+
+/// Where winit speaks no X11: frames always go through a surface.
+#[cfg(not(all(unix, not(target_os = "macos"), not(target_os = "android"))))]
+mod x11 {
+    pub(crate) const FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Bgra8Unorm;
+
+    /// Never made.
+    pub(crate) enum X11Present {}
+
+    impl X11Present {
+        pub(crate) fn open(_: &winit::window::Window) -> Option<Self> {
+            None
+        }
+
+        pub(crate) fn put(&self, _: &[u8], _: u32, _: u32) -> Result<(), String> {
+            match *self {}
+        }
+    }
+}
 
 use crate::PlayError;
 use crate::render::overlay::Overlay;
@@ -56,9 +79,9 @@ pub struct WindowOptions {
 /// What the surface was set up with, for the summary.
 #[derive(Clone, Debug, Serialize)]
 pub struct SurfaceInfo {
-    /// The surface's texture format.
+    /// The format frames are drawn in for the window.
     pub format: String,
-    /// The present mode in use.
+    /// The present mode in use (`PutImage`: copied to the X server).
     pub present_mode: String,
     /// Why that present mode.
     pub reason: String,
@@ -171,11 +194,20 @@ struct Surface {
     config: wgpu::SurfaceConfiguration,
 }
 
+/// How frames reach the window: a wgpu surface, or (wgpu's GL backend on
+/// a software rasteriser, an X11 window) by copying its pixels to the X
+/// server ([`x11`]).
+enum Present {
+    Surface(Surface),
+    Put(Box<x11::X11Present>),
+}
+
 /// A window to play into.
 pub struct Screen {
     event_loop: EventLoop<()>,
     app: App,
-    surface: Option<Surface>,
+    /// `None` before [`Screen::attach`].
+    present: Option<Present>,
     fullscreen: bool,
 }
 
@@ -240,7 +272,7 @@ impl Screen {
         Ok(Self {
             event_loop,
             app,
-            surface: None,
+            present: None,
             fullscreen: options.fullscreen,
         })
     }
@@ -259,6 +291,9 @@ impl Screen {
         fps: f64,
     ) -> Result<SurfaceInfo, PlayError> {
         let window = self.window()?;
+        if let Some(info) = self.attach_put(gpu, present, &window) {
+            return Ok(info);
+        }
         let surface = gpu
             .instance()
             .create_surface(Arc::clone(&window))
@@ -300,12 +335,41 @@ impl Screen {
                 .catch(|| surface.configure(gpu.device(), &config))
                 .map_err(|e| PlayError::NoDisplay(format!("cannot present to the window: {e}")))?;
         }
-        self.surface = Some(Surface { surface, config });
+        self.present = Some(Present::Surface(Surface { surface, config }));
         Ok(SurfaceInfo {
             format: format!("{:?}", format.remove_srgb_suffix()),
             present_mode: format!("{mode:?}"),
             reason: reason.to_owned(),
             refresh_hz,
+        })
+    }
+
+    /// Presents by copying pixels to the X server where wgpu would present
+    /// a GL surface through a blit on the CPU: the GL backend on a
+    /// software adapter, an X11 window the server takes `Bgra8Unorm`
+    /// bytes for, and no vertical blank asked for (the copy never waits
+    /// for one). `None`: present through a surface.
+    fn attach_put(
+        &mut self,
+        gpu: &Gpu,
+        present: PresentChoice,
+        window: &Window,
+    ) -> Option<SurfaceInfo> {
+        let info = gpu.adapter().get_info();
+        let software_gl =
+            info.backend == wgpu::Backend::Gl && info.device_type == wgpu::DeviceType::Cpu;
+        if !software_gl || present == PresentChoice::Fifo {
+            return None;
+        }
+        let put = x11::X11Present::open(window)?;
+        self.present = Some(Present::Put(Box::new(put)));
+        Some(SurfaceInfo {
+            format: format!("{:?}", x11::FORMAT),
+            present_mode: "PutImage".into(),
+            reason: "software GL: copied to the X server, as the driver's swap does, \
+                     without wgpu's blit into the window's framebuffer; the player's clock paces"
+                .into(),
+            refresh_hz: None,
         })
     }
 
@@ -316,13 +380,45 @@ impl Screen {
             .ok_or_else(|| PlayError::NoDisplay("the window is gone".into()))
     }
 
-    /// The format the player draws into: the surface's, without sRGB.
+    /// The format the player draws into: the surface's, without sRGB (or
+    /// the one the X server takes as it is).
     pub(crate) fn format(&self) -> wgpu::TextureFormat {
-        self.surface
-            .as_ref()
-            .map_or(wgpu::TextureFormat::Bgra8Unorm, |s| {
-                s.config.format.remove_srgb_suffix()
-            })
+        match &self.present {
+            Some(Present::Surface(s)) => s.config.format.remove_srgb_suffix(),
+            Some(Present::Put(_)) => x11::FORMAT,
+            None => wgpu::TextureFormat::Bgra8Unorm,
+        }
+    }
+
+    /// The surface, where frames are presented through one.
+    fn surface(&self) -> Option<&Surface> {
+        match self.present.as_ref()? {
+            Present::Surface(s) => Some(s),
+            Present::Put(_) => None,
+        }
+    }
+
+    /// Whether frames reach the window by [`Screen::put`], not through a
+    /// surface texture ([`Screen::acquire`]).
+    pub(crate) fn puts(&self) -> bool {
+        self.present.is_some() && self.surface().is_none()
+    }
+
+    /// Copies a frame (`height` rows of `pixels` in [`Screen::format`],
+    /// `pitch` bytes a row, the window's width at least) into the window.
+    /// Whether it was shown: not while there is nothing to draw into
+    /// (minimised, occluded), nor when the server refused it.
+    pub(crate) fn put(&mut self, pixels: &[u8], pitch: u32, height: u32) -> bool {
+        let (w, h) = self.app.size();
+        if self.app.occluded || w == 0 || h == 0 {
+            return false;
+        }
+        // Drawn at the window's size: nothing to reconfigure.
+        self.app.resized = false;
+        match &self.present {
+            Some(Present::Put(put)) => put.put(pixels, pitch, height).is_ok(),
+            _ => false,
+        }
     }
 
     /// The window's inner size in pixels.
@@ -356,8 +452,7 @@ impl Screen {
     pub(crate) fn stale(&self) -> bool {
         self.app.resized
             || self
-                .surface
-                .as_ref()
+                .surface()
                 .is_some_and(|s| (s.config.width, s.config.height) != self.app.size())
     }
 
@@ -395,15 +490,14 @@ impl Screen {
         }
         if self.app.resized
             || self
-                .surface
-                .as_ref()
+                .surface()
                 .is_some_and(|s| (s.config.width, s.config.height) != (w, h))
         {
             self.app.resized = false;
             self.reconfigure(gpu);
         }
         for _ in 0..2 {
-            let surface = self.surface.as_ref()?;
+            let surface = self.surface()?;
             // A window destroyed under us fails validation: skip the frame
             // (its close event ends playback) rather than panic.
             let Ok(current) = gpu.device().catch(|| surface.surface.get_current_texture()) else {
@@ -428,7 +522,7 @@ impl Screen {
 
     fn reconfigure(&mut self, gpu: &Gpu) {
         let (w, h) = self.app.size();
-        if let Some(s) = &mut self.surface
+        if let Some(Present::Surface(s)) = &mut self.present
             && w > 0
             && h > 0
         {
@@ -444,7 +538,9 @@ impl Screen {
         let Ok(window) = self.window() else {
             return;
         };
-        if let (Some(s), Ok(surface)) = (&mut self.surface, gpu.instance().create_surface(window)) {
+        if let (Some(Present::Surface(s)), Ok(surface)) =
+            (&mut self.present, gpu.instance().create_surface(window))
+        {
             s.surface = surface;
         }
         self.reconfigure(gpu);
