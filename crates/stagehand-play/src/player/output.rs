@@ -179,10 +179,10 @@ impl Run<'_> {
         renderer: &mut Renderer,
         w: &mut Windowed<'_>,
     ) -> Result<Option<Instant>, PlayError> {
-        let size = w.screen.size();
-        if size.0 == 0 || size.1 == 0 {
+        if !w.screen.drawable() {
             return Ok(None);
         }
+        let size = w.screen.size();
         renderer.set_output_size(gpu, size)?;
         renderer.draw_to(gpu, None, self.frame(renderer), Some((&w.overlay, w.hud)))?;
         let putting = Instant::now();

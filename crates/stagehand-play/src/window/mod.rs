@@ -404,13 +404,19 @@ impl Screen {
         self.present.is_some() && self.surface().is_none()
     }
 
+    /// Whether there is anything to draw into: not while the window is
+    /// minimised or occluded.
+    pub(crate) fn drawable(&self) -> bool {
+        let (w, h) = self.app.size();
+        !self.app.occluded && w > 0 && h > 0
+    }
+
     /// Copies a frame (`height` rows of `pixels` in [`Screen::format`],
     /// `pitch` bytes a row, the window's width at least) into the window.
     /// Whether it was shown: not while there is nothing to draw into
     /// (minimised, occluded), nor when the server refused it.
     pub(crate) fn put(&mut self, pixels: &[u8], pitch: u32, height: u32) -> bool {
-        let (w, h) = self.app.size();
-        if self.app.occluded || w == 0 || h == 0 {
+        if !self.drawable() {
             return false;
         }
         // Drawn at the window's size: nothing to reconfigure.
@@ -484,10 +490,10 @@ impl Screen {
     /// when there is nothing to draw into now (minimised, occluded, a
     /// timeout): the caller skips the frame and keeps its clock.
     pub(crate) fn acquire(&mut self, gpu: &Gpu) -> Option<wgpu::SurfaceTexture> {
-        let (w, h) = self.app.size();
-        if self.app.occluded || w == 0 || h == 0 {
+        if !self.drawable() {
             return None;
         }
+        let (w, h) = self.app.size();
         if self.app.resized
             || self
                 .surface()
