@@ -60,21 +60,54 @@ impl AudioSource {
                 path: path.to_owned(),
                 reason: format!("no decoder for its audio codec {codec} ({e})"),
             })?;
-        if decoder.rate() == 0 || decoder.channels() == 0 {
-            return Err(decode_error(
-                path,
-                "its audio stream has no rate or channels".into(),
-            ));
+        let (rate, channels) = (decoder.rate(), decoder.channels());
+        if !(super::MIN_RATE..=super::MAX_RATE).contains(&rate) {
+            return Err(PlayError::Unsupported {
+                path: path.to_owned(),
+                reason: format!(
+                    "its audio is at {rate} Hz; the player takes {} to {} Hz",
+                    super::MIN_RATE,
+                    super::MAX_RATE
+                ),
+            });
+        }
+        if !(1..=super::MAX_CHANNELS).contains(&channels) {
+            return Err(PlayError::Unsupported {
+                path: path.to_owned(),
+                reason: format!(
+                    "its audio has {channels} channels; the player takes 1 to {}",
+                    super::MAX_CHANNELS
+                ),
+            });
         }
         Ok(Some(Self {
             path: path.to_owned(),
-            rate: decoder.rate(),
-            channels: decoder.channels(),
+            rate,
+            channels,
             codec,
             start,
         }))
     }
 }
+
+/// A channel layout for `n` channels: FFmpeg's default for that count,
+/// else the first `n` channels of its order (FFmpeg has no default for 9,
+/// 11, 13 to 15, ...), so every count up to [`super::MAX_CHANNELS`], and a
+/// device's, can be resampled.
+pub(super) fn layout_for(n: u16) -> Option<ffmpeg::ChannelLayout> {
+    let default = ffmpeg::ChannelLayout::default(i32::from(n));
+    if !default.is_empty() && default.channels() == i32::from(n) {
+        return Some(default);
+    }
+    // FFmpeg names 18 channels in order, bits 0 to 17.
+    let first = ffmpeg::ChannelLayout::from_bits_truncate((1u64 << n.min(18)) - 1);
+    ((1..=18).contains(&n) && first.channels() == i32::from(n)).then_some(first)
+}
+
+/// What a resampler was built for: an input frame's format, layout and
+/// rate. A stream that changes them midway (a broadcast, concatenated
+/// pieces) gets a new resampler.
+type ResamplerInput = (ffmpeg::format::Sample, ffmpeg::ChannelLayout, u32);
 
 /// Pushes `samples` of silence in pieces (a long gap is paced by the sink,
 /// never held in memory at once); `false` once the ring is closed or the
@@ -120,13 +153,14 @@ pub(super) fn run(
     }
     let layout = |l: ffmpeg::ChannelLayout, n: u16| {
         if l.is_empty() {
-            ffmpeg::ChannelLayout::default(i32::from(n))
+            layout_for(n).unwrap_or(l)
         } else {
             l
         }
     };
-    let out_layout = ffmpeg::ChannelLayout::default(i32::from(channels));
-    let mut resampler: Option<ffmpeg::software::resampling::Context> = None;
+    let out_layout = layout_for(channels)
+        .ok_or_else(|| format!("no channel layout for the output's {channels} channels"))?;
+    let mut resampler: Option<(ResamplerInput, ffmpeg::software::resampling::Context)> = None;
     let step = 1.0 / f64::from(rate);
     // Whether the stream has been placed on the timeline.
     let mut placed = false;
@@ -145,19 +179,29 @@ pub(super) fn run(
                     let l = layout(frame.channel_layout(), frame.channels());
                     frame.set_channel_layout(l);
                 }
+                let input: ResamplerInput = (frame.format(), frame.channel_layout(), frame.rate());
+                if !(super::MIN_RATE..=super::MAX_RATE).contains(&input.2) {
+                    return Err(format!(
+                        "its audio changed to {} Hz midway; the player takes {} to {} Hz",
+                        input.2,
+                        super::MIN_RATE,
+                        super::MAX_RATE
+                    ));
+                }
                 let r = match &mut resampler {
-                    Some(r) => r,
-                    None => resampler.insert(
-                        ffmpeg::software::resampling::Context::get(
-                            frame.format(),
-                            layout(frame.channel_layout(), frame.channels()),
-                            frame.rate(),
+                    Some((built, r)) if *built == input => r,
+                    _ => {
+                        let r = ffmpeg::software::resampling::Context::get(
+                            input.0,
+                            input.1,
+                            input.2,
                             ffmpeg::format::Sample::F32(ffmpeg::format::sample::Type::Packed),
                             out_layout,
                             rate,
                         )
-                        .map_err(|e| format!("cannot resample its audio: {e}"))?,
-                    ),
+                        .map_err(|e| format!("cannot resample its audio: {e}"))?;
+                        &mut resampler.insert((input, r)).1
+                    }
                 };
                 // Room for all of it at the new rate, and what the
                 // resampler holds back from the last frame.
@@ -253,6 +297,99 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Probes a one-second WAV whose header says `rate` and `channels`.
+    fn probe_wav(name: &str, rate: u32, channels: u16) -> Result<Option<AudioSource>, PlayError> {
+        let path = super::super::fault::temp_dir(name).join("claims.wav");
+        super::super::fault::write_wav(&path, rate, channels, 4096);
+        AudioSource::probe(&path)
+    }
+
+    /// Asserts the probe refused the file as unsupported, saying `says`.
+    fn assert_refused(probed: Result<Option<AudioSource>, PlayError>, says: &[&str]) {
+        match probed {
+            Err(e @ PlayError::Unsupported { .. }) => {
+                let line = e.to_string();
+                for s in says {
+                    assert!(line.contains(s), "{line:?} does not say {s:?}");
+                }
+            }
+            other => panic!("want Unsupported saying {says:?}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_wav_claiming_2147483647_hz_is_refused_at_the_probe_naming_the_bound() {
+        assert_refused(
+            probe_wav("rate-max", 2_147_483_647, 2),
+            &["2147483647 Hz", "768000 Hz"],
+        );
+    }
+
+    #[test]
+    fn a_wav_claiming_1_hz_is_refused_at_the_probe_naming_the_bound() {
+        assert_refused(probe_wav("rate-1", 1, 2), &["at 1 Hz", "1000 to"]);
+    }
+
+    #[test]
+    fn a_wav_claiming_40_channels_is_refused_at_the_probe() {
+        assert_refused(probe_wav("channels-40", 48_000, 40), &["40 channels"]);
+    }
+
+    #[test]
+    fn nine_channels_ffmpeg_has_no_default_layout_for_are_resampled() {
+        let source = probe_wav("channels-9", 48_000, 9).unwrap().unwrap();
+        assert_eq!(source.channels, 9);
+        for out in [2, 9, 11] {
+            let ring = Arc::new(Ring::new(48_000 * 11));
+            run(&source, 0.0, 48_000, out, &ring, ring.generation()).unwrap();
+            let mut samples = vec![0.0; 8192 * usize::from(out)];
+            let missing = ring.pop_into(&mut samples);
+            assert_eq!(missing, 0, "to {out} channels");
+            assert!(samples.iter().any(|s| s.abs() > 1e-4), "to {out}: silence");
+        }
+    }
+
+    #[test]
+    fn a_stream_whose_rate_changes_midway_plays_on_through_the_change() {
+        let dir = super::super::fault::temp_dir("rate-change");
+        let piece = |rate: u32, name: &str| {
+            let path = dir.join(name);
+            let made = Command::new("ffmpeg")
+                .args(["-v", "error", "-y", "-f", "lavfi", "-i"])
+                .arg(format!("sine=frequency=440:sample_rate={rate}:duration=2"))
+                .args(["-c:a", "mp2", "-f", "mpegts"])
+                .arg(&path)
+                .status();
+            made.is_ok_and(|s| s.success()).then_some(path)
+        };
+        let (Some(a), Some(b)) = (piece(44_100, "a.ts"), piece(48_000, "b.ts")) else {
+            eprintln!("SKIPPED: no ffmpeg command to write the two pieces with");
+            return;
+        };
+        // The two pieces one after the other, as a cut-together stream.
+        let joined = dir.join("joined.ts");
+        let mut bytes = std::fs::read(a).unwrap();
+        bytes.extend(std::fs::read(b).unwrap());
+        std::fs::write(&joined, bytes).unwrap();
+        let source = AudioSource::probe(&joined).unwrap().unwrap();
+        let ring = Arc::new(Ring::new(48_000 * 10));
+        run(&source, source.start, 48_000, 1, &ring, ring.generation())
+            .expect("the sound decodes through the change of rate");
+        let mut samples = vec![0.0; 48_000 * 6];
+        let missing = ring.pop_into(&mut samples);
+        let got = samples.len() - missing;
+        // Both pieces' four seconds, give or take a packet either side.
+        let loud = samples[..got]
+            .iter()
+            .rposition(|s| s.abs() > 0.05)
+            .unwrap_or(0);
+        assert!(
+            (loud as f64 / 48_000.0 - 4.0).abs() < 0.2,
+            "the sound stops at {:.2} s of 4",
+            loud as f64 / 48_000.0
+        );
     }
 
     #[test]

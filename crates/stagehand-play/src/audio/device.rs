@@ -38,6 +38,8 @@ struct DeviceShared {
     /// When the first callback came, and the frames (sound and silence)
     /// handed to the device since.
     pace: Mutex<Option<(Instant, u64)>>,
+    /// When the last callback came.
+    last_callback: Mutex<Option<Instant>>,
 }
 
 /// Seconds a device may take ahead of real time beyond what it says it
@@ -98,6 +100,7 @@ impl DeviceSink {
             failed: AtomicBool::new(false),
             ran_ahead: AtomicBool::new(false),
             pace: Mutex::new(None),
+            last_callback: Mutex::new(None),
         });
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let s = Arc::clone(&shared);
@@ -160,6 +163,7 @@ fn open(
             config,
             move |data: &mut [f32], info: &cpal::OutputCallbackInfo| {
                 let frames = (data.len() / usize::from(channels)) as u64;
+                *s.last_callback.lock() = Some(Instant::now());
                 let ts = info.timestamp();
                 let latency = ts.playback.saturating_duration_since(ts.callback);
                 let over = s.pace(frames, latency);
@@ -220,6 +224,10 @@ impl Sink for DeviceSink {
 
     fn underruns(&self) -> u64 {
         self.shared.underruns.load(Relaxed)
+    }
+
+    fn last_period(&self) -> Option<Instant> {
+        *self.shared.last_callback.lock()
     }
 
     fn keeps_time(&self) -> bool {

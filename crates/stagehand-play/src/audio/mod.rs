@@ -13,6 +13,8 @@
 mod decode;
 #[cfg(feature = "audio")]
 mod device;
+#[cfg(all(test, feature = "video"))]
+pub(crate) mod fault;
 #[cfg(feature = "video")]
 mod ring;
 #[cfg(feature = "video")]
@@ -37,6 +39,22 @@ use std::thread::JoinHandle;
 /// Bad packets in a row after which a demuxer is taken as stuck and its
 /// stream as ended (FFmpeg resyncs past a few).
 pub const MAX_INVALID_PACKETS: u32 = 1000;
+
+/// Lowest sample rate a sound may have, in Hz: below it a header is taken
+/// as damaged (a packet at 1 Hz would be resampled into hundreds of MB).
+pub const MIN_RATE: u32 = 1_000;
+
+/// Highest sample rate a sound may have, in Hz (the highest rate audio
+/// interfaces record at).
+pub const MAX_RATE: u32 = 768_000;
+
+/// Most channels a sound may have.
+pub const MAX_CHANNELS: u16 = 16;
+
+/// How long a sink may go without taking samples, while it plays, before
+/// its clock is not followed (a device that stopped calling back).
+#[cfg(feature = "video")]
+const STALLED: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Largest `--audio-offset`, either way, in milliseconds.
 pub const MAX_OFFSET_MS: f64 = 60_000.0;
@@ -111,6 +129,8 @@ pub(crate) struct Audio {
     /// What went wrong in the decoder, if anything.
     error: Arc<Mutex<Option<String>>>,
     seeks: std::sync::atomic::AtomicU64,
+    /// Why the sink's clock is not followed any more, once it is not.
+    lost: OnceLock<&'static str>,
 }
 
 #[cfg(feature = "video")]
@@ -130,6 +150,10 @@ struct Playing {
     /// play time, the sink's frames, and the source's seconds.
     segment: Mutex<Segment>,
     decoder: Mutex<Option<JoinHandle<()>>>,
+    /// When the sink started: the stall check's reference before its first
+    /// period.
+    started: std::time::Instant,
+    paused: std::sync::atomic::AtomicBool,
 }
 
 #[cfg(feature = "video")]
@@ -149,13 +173,20 @@ impl Audio {
             playing: OnceLock::new(),
             error: Arc::new(Mutex::new(None)),
             seeks: std::sync::atomic::AtomicU64::new(0),
+            lost: OnceLock::new(),
         }
     }
 
     /// Starts decoding and the sink: play time 0 is now.
     pub fn start(&self) {
+        self.start_with(|| self.open_sink());
+    }
+
+    /// Starts decoding into the sink `open` gives (with its rate and
+    /// channels), once.
+    fn start_with(&self, open: impl FnOnce() -> (Box<dyn Sink>, u32, u16)) {
         self.playing.get_or_init(|| {
-            let (sink, rate, channels) = self.open_sink();
+            let (sink, rate, channels) = open();
             let playing = Playing {
                 sink,
                 rate,
@@ -166,16 +197,41 @@ impl Audio {
                     source: self.origin,
                 }),
                 decoder: Mutex::new(None),
+                started: std::time::Instant::now(),
+                paused: std::sync::atomic::AtomicBool::new(false),
             };
             self.decode_from(&playing, self.origin, self.ring.generation());
             playing
         });
     }
 
+    /// Whether the sink's clock is followed: it says it keeps time and it
+    /// still takes samples. Once it is not, it never is again.
+    fn keeps_time(&self, p: &Playing) -> bool {
+        if self.lost.get().is_some() {
+            return false;
+        }
+        let lost = if !p.sink.keeps_time() {
+            "the sound device failed"
+        } else if !p.paused.load(std::sync::atomic::Ordering::Relaxed)
+            && p.sink.last_period().unwrap_or(p.started).elapsed() > STALLED
+        {
+            "the sound device stopped taking samples"
+        } else {
+            return true;
+        };
+        let _ = self.lost.set(lost);
+        false
+    }
+
     fn open_sink(&self) -> (Box<dyn Sink>, u32, u16) {
         #[cfg(feature = "audio")]
         if self.out == AudioOut::Auto
-            && let Some((rate, channels)) = device::preferred()
+            && let Some((rate, channels)) = device::preferred().map(|(rate, channels)| {
+                // A device count FFmpeg has no layout for gets stereo.
+                let known = decode::layout_for(channels).is_some();
+                (rate, if known { channels } else { 2 })
+            })
             && let Ok(sink) = device::DeviceSink::start(Arc::clone(&self.ring), rate, channels)
         {
             return (Box::new(sink), rate, channels);
@@ -198,21 +254,29 @@ impl Audio {
             Arc::clone(&self.error),
         );
         let (rate, channels) = (playing.rate, playing.channels);
+        // The old generation's decoder stops at its next push; the new one
+        // waits for it, so the caller (the render thread) never does.
+        let mut decoder = playing.decoder.lock();
+        let old = decoder.take();
         let spawned = std::thread::Builder::new()
             .name("audio decode".into())
             .spawn(move || {
+                if let Some(old) = old {
+                    let _ = old.join();
+                }
+                // However the decoder ends, its stream has ended: missing
+                // samples are not waited for (the clock runs on).
+                let _ended = EndOnExit(&ring, generation);
                 if let Err(e) = decode::run(&source, from, rate, channels, &ring, generation) {
                     *error.lock() = Some(e);
                 }
             });
         match spawned {
-            Ok(handle) => {
-                if let Some(old) = playing.decoder.lock().replace(handle) {
-                    // The old generation's decoder stops at its next push.
-                    let _ = old.join();
-                }
+            Ok(handle) => *decoder = Some(handle),
+            Err(e) => {
+                self.ring.end(generation);
+                *self.error.lock() = Some(format!("cannot start the audio decoder: {e}"));
             }
-            Err(e) => *self.error.lock() = Some(format!("cannot start the audio decoder: {e}")),
         }
     }
 
@@ -220,7 +284,7 @@ impl Audio {
     /// before [`start`](Self::start), or where no sink keeps time.
     pub fn now(&self) -> Option<f64> {
         let p = self.playing.get()?;
-        if !p.sink.keeps_time() {
+        if !self.keeps_time(p) {
             return None;
         }
         let seg = *p.segment.lock();
@@ -236,6 +300,7 @@ impl Audio {
 
     pub fn pause(&self) {
         if let Some(p) = self.playing.get() {
+            p.paused.store(true, std::sync::atomic::Ordering::Relaxed);
             p.sink.pause();
         }
     }
@@ -248,6 +313,7 @@ impl Audio {
         };
         let source = self.source_now();
         p.sink.resume();
+        p.paused.store(false, std::sync::atomic::Ordering::Relaxed);
         if let Some(source) = source {
             self.seek_source(source);
         }
@@ -287,7 +353,12 @@ impl Audio {
     /// `late` seconds after its time. Where the sound is more than a frame
     /// and a half from that frame's sound (after a seek, a step, a loop
     /// back to the start), it moves there.
+    /// A sink whose clock is not followed is not followed here either:
+    /// moving its sound would not move the clock.
     pub fn follow(&self, pos: usize, late: f64) {
+        if self.now().is_none() {
+            return;
+        }
         let Some(now) = self.source_now() else {
             return;
         };
@@ -311,9 +382,14 @@ impl Audio {
             self.source.rate,
             self.source.channels
         );
-        let (sink, underruns) = self.playing.get().map_or(("not started".into(), 0), |p| {
+        let (mut sink, underruns) = self.playing.get().map_or(("not started".into(), 0), |p| {
             (p.sink.describe(), p.sink.underruns())
         });
+        if let Some(lost) = self.lost.get()
+            && !sink.contains("clock took over")
+        {
+            sink = format!("{sink} ({lost}; the player's own clock took over)");
+        }
         (source, sink, underruns, self.error.lock().clone())
     }
 }
@@ -327,6 +403,17 @@ impl Drop for Audio {
         {
             let _ = handle.join();
         }
+    }
+}
+
+/// Ends the ring's stream of a generation when dropped.
+#[cfg(feature = "video")]
+struct EndOnExit<'a>(&'a Ring, u64);
+
+#[cfg(feature = "video")]
+impl Drop for EndOnExit<'_> {
+    fn drop(&mut self) {
+        self.0.end(self.1);
     }
 }
 
@@ -347,7 +434,76 @@ impl Sink for Silent {
     fn underruns(&self) -> u64 {
         0
     }
+    fn last_period(&self) -> Option<std::time::Instant> {
+        None
+    }
     fn describe(&self) -> String {
         "none".into()
+    }
+}
+
+#[cfg(all(test, feature = "video"))]
+mod tests {
+    use super::fault::{Fault, on_fault_sink, sound};
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Waits up to `within` for `done`.
+    fn eventually(within: Duration, done: impl Fn() -> bool) -> bool {
+        let until = Instant::now() + within;
+        while Instant::now() < until {
+            if done() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        done()
+    }
+
+    #[test]
+    fn a_sound_whose_file_vanished_after_the_probe_keeps_the_clock_running() {
+        let source = sound("vanished");
+        std::fs::remove_file(&source.path).unwrap();
+        let audio = Audio::new(source, 0.0, 1.0 / 24.0, 0, AudioOut::Null);
+        audio.start();
+        assert!(
+            eventually(Duration::from_secs(5), || audio.now().unwrap_or(0.0) > 0.3),
+            "the clock stands at {:?}",
+            audio.now()
+        );
+        let (_, _, _, error) = audio.describe();
+        assert!(
+            error.as_deref().is_some_and(|e| !e.is_empty()),
+            "the summary says nothing of the failed decoder: {error:?}"
+        );
+    }
+
+    #[test]
+    fn a_failed_sound_device_is_not_followed_or_seeked_again() {
+        let audio = on_fault_sink(sound("failed"), Fault::Fails);
+        assert!(
+            eventually(Duration::from_secs(5), || audio.now().is_none()),
+            "a failed sink's clock is still followed"
+        );
+        // Frames far from the sound's place, as a picture clock running on
+        // its own shows them: a followed sink would be moved each time.
+        for pos in 100..120 {
+            audio.follow(pos, 0.0);
+        }
+        assert_eq!(audio.seeks(), 0, "the failed sink's sound was moved");
+        let (_, sink, _, _) = audio.describe();
+        assert!(sink.contains("clock took over"), "{sink}");
+    }
+
+    #[test]
+    fn a_sound_device_that_stops_calling_back_gives_the_clock_to_the_player() {
+        let audio = on_fault_sink(sound("stalled"), Fault::StopsCallingBack);
+        assert!(
+            eventually(Duration::from_secs(5), || audio.now().is_none()),
+            "a sink that takes no samples still keeps the clock at {:?}",
+            audio.now()
+        );
+        let (_, sink, _, _) = audio.describe();
+        assert!(sink.contains("stopped taking samples"), "{sink}");
     }
 }

@@ -27,6 +27,10 @@ pub(crate) trait Sink: Send + Sync {
     fn keeps_time(&self) -> bool {
         true
     }
+    /// When the sink last took samples (its last period or callback);
+    /// `None` before the first. A sink that stops taking them while it
+    /// plays keeps no time, whatever it says.
+    fn last_period(&self) -> Option<Instant>;
     /// What it is, for the summary.
     fn describe(&self) -> String;
 }
@@ -44,6 +48,7 @@ struct NullShared {
     clock: Mutex<(Option<Instant>, Duration)>,
     stop: AtomicBool,
     underruns: AtomicU64,
+    last_period: Mutex<Option<Instant>>,
 }
 
 impl NullShared {
@@ -63,6 +68,11 @@ impl NullShared {
 /// How often the null sink takes samples: a device's period.
 const PERIOD: Duration = Duration::from_millis(5);
 
+/// Most frames the null sink takes at once: a period that came late (a
+/// loaded machine) is taken in pieces of this, so its buffer stays small
+/// whatever the rate and the delay.
+const MOST_AT_ONCE: usize = 4096;
+
 impl NullSink {
     /// Starts consuming `ring` (interleaved, `channels` a frame) at `rate`.
     pub fn start(ring: Arc<Ring>, rate: u32, channels: u16) -> std::io::Result<Self> {
@@ -71,23 +81,25 @@ impl NullSink {
             clock: Mutex::new((Some(Instant::now()), Duration::ZERO)),
             stop: AtomicBool::new(false),
             underruns: AtomicU64::new(0),
+            last_period: Mutex::new(None),
         });
         let s = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("audio null sink".into())
             .spawn(move || {
                 let mut taken = 0u64;
-                let mut buffer = Vec::new();
+                let mut buffer = vec![0.0; MOST_AT_ONCE * usize::from(channels)];
                 while !s.stop.load(Relaxed) {
                     let due = s.ran() as u64;
-                    if due > taken {
-                        let frames = (due - taken) as usize;
-                        buffer.resize(frames * usize::from(channels), 0.0);
-                        let missing = ring.pop_into(&mut buffer);
+                    while due > taken {
+                        let frames = (due - taken).min(MOST_AT_ONCE as u64) as usize;
+                        let piece = &mut buffer[..frames * usize::from(channels)];
+                        let missing = ring.pop_into(piece);
                         s.underruns
                             .fetch_add((missing / usize::from(channels)) as u64, Relaxed);
-                        taken = due;
+                        taken += frames as u64;
                     }
+                    *s.last_period.lock() = Some(Instant::now());
                     std::thread::sleep(PERIOD);
                 }
             })?;
@@ -117,6 +129,10 @@ impl Sink for NullSink {
 
     fn underruns(&self) -> u64 {
         self.shared.underruns.load(Relaxed)
+    }
+
+    fn last_period(&self) -> Option<Instant> {
+        *self.shared.last_period.lock()
     }
 
     fn describe(&self) -> String {

@@ -26,6 +26,10 @@ pub(super) struct ClockState {
     pub(super) paused_at: Option<Instant>,
     /// Time it stood still waiting for frames (every-frame mode).
     pub(super) waited: Duration,
+    /// The sound's play time when last read, and when: where the wall
+    /// clock takes over from, should the sound's clock be lost.
+    #[cfg(feature = "video")]
+    last_audio: Option<(Duration, Instant)>,
 }
 
 impl Clock {
@@ -40,10 +44,31 @@ impl Clock {
     }
 
     /// Play time by the sound's clock, when sound keeps it and it runs.
+    /// The first time it does not any more (a device failed or stalled),
+    /// the wall clock goes on from where the sound's stood, so the
+    /// pictures neither jump ahead nor back.
     fn audio_now(&self) -> Option<Duration> {
         #[cfg(feature = "video")]
-        if let Some(t) = self.audio.get().and_then(|a| a.now()) {
-            return Some(Duration::from_secs_f64(t.max(0.0)));
+        if let Some(audio) = self.audio.get() {
+            let now = audio.now();
+            let mut state = self.state.lock();
+            match now {
+                Some(t) => {
+                    let t = Duration::from_secs_f64(t.max(0.0));
+                    state.last_audio = Some((t, Instant::now()));
+                    return Some(t);
+                }
+                None => {
+                    if let (Some((t, at)), Some(start)) =
+                        (state.last_audio.take(), self.start.get())
+                    {
+                        let wall_now = state.paused_at.unwrap_or_else(Instant::now);
+                        let t = t + wall_now.saturating_duration_since(at);
+                        let wall = wall_now - *start;
+                        state.behind = wall.as_nanos() as i128 - t.as_nanos() as i128;
+                    }
+                }
+            }
         }
         None
     }
@@ -128,5 +153,41 @@ impl Clock {
         if let Some(audio) = self.audio.get() {
             audio.set_play_time(t.as_secs_f64());
         }
+    }
+}
+
+#[cfg(all(test, feature = "video"))]
+mod tests {
+    use super::*;
+    use crate::audio::fault::{Fault, on_fault_sink, sound};
+    use std::sync::Arc;
+
+    #[test]
+    fn a_clock_whose_sound_device_stalls_goes_on_from_the_sound_without_a_jump() {
+        let clock = Clock::default();
+        let audio = Arc::new(on_fault_sink(sound("clock-stall"), Fault::StopsCallingBack));
+        let _ = clock.audio.set(Arc::clone(&audio));
+        clock.start();
+        let mut last = clock.now().unwrap();
+        let mut biggest = Duration::ZERO;
+        let until = Instant::now() + Duration::from_millis(2500);
+        while Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+            let now = clock.now().unwrap();
+            assert!(now >= last, "the clock went back from {last:?} to {now:?}");
+            biggest = biggest.max(now - last);
+            last = now;
+        }
+        assert!(audio.now().is_none(), "the stalled sink still keeps time");
+        assert!(
+            biggest < Duration::from_millis(300),
+            "the clock jumped {biggest:?} when the sound's clock was lost"
+        );
+        // The sound stood at a fifth of a second for the second it took to
+        // see the stall; the wall clock then ran on from there.
+        assert!(
+            last > Duration::from_millis(600) && last < Duration::from_millis(2000),
+            "the clock stands at {last:?} after 2.5 s"
+        );
     }
 }
