@@ -57,19 +57,23 @@ impl<T: TransferBackend> Engine<T> {
             let _ = started.send(Ok(()));
             complete(&completer_core, &landed);
         })?);
-        for i in 0..config.workers {
+        let spawned = (0..config.workers).try_for_each(|i| {
             let (core, landings, started) =
                 (Arc::clone(&core), landings.clone(), report_tx.clone());
             let priority = config.priority;
-            // A failure here drops `engine`, which shuts down what started.
             engine
                 .workers
                 .push(spawn(format!("stagehand-upload-{i}"), move || {
                     let _ = started.send(set_priority(priority));
                     worker::run(&core, i, landings);
                 })?);
-        }
+            Ok::<_, UploadError>(())
+        });
+        // The completion thread ends once every sender has gone: this one
+        // goes before a failure drops `engine`, which joins that thread and
+        // shuts down whatever started.
         drop(landings);
+        spawned?;
         let refused = (0..=config.workers)
             .map_while(|_| report.recv_timeout(std::time::Duration::from_secs(5)).ok())
             .filter_map(Result::err)
@@ -175,10 +179,44 @@ impl<T: TransferBackend> std::fmt::Debug for Engine<T> {
 }
 
 fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, UploadError> {
+    #[cfg(test)]
+    if spawn_fault::strikes() {
+        return Err(UploadError::InvalidConfig(format!(
+            "could not start {name}: the test refused the thread"
+        )));
+    }
     std::thread::Builder::new()
         .name(name.clone())
         .spawn(f)
         .map_err(|e| UploadError::InvalidConfig(format!("could not start {name}: {e}")))
+}
+
+/// A fault on demand for the tests: the engine's Nth thread, counted on
+/// the thread that builds it, cannot be spawned.
+#[cfg(test)]
+pub(super) mod spawn_fault {
+    use std::cell::Cell;
+
+    thread_local! {
+        static LEFT: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+
+    /// Spawns on this thread fail from the one `n` spawns from now.
+    pub(in crate::upload) fn fail_after(n: usize) {
+        LEFT.with(|left| left.set(Some(n)));
+    }
+
+    /// Whether this spawn is refused.
+    pub(in crate::upload) fn strikes() -> bool {
+        LEFT.with(|left| match left.get() {
+            Some(0) => true,
+            Some(n) => {
+                left.set(Some(n - 1));
+                false
+            }
+            None => false,
+        })
+    }
 }
 
 /// The completion thread: waits for each submitted upload in the order they

@@ -226,3 +226,25 @@ fn many_threads_uploading_and_releasing_leave_no_books_open() {
         "{stats:?}"
     );
 }
+
+#[test]
+fn an_engine_whose_worker_cannot_be_spawned_returns_the_error_instead_of_hanging() {
+    // Spawn 0 is the completion thread, 1 and 2 the two workers: each
+    // fails in turn (the fill threads are a pool's, not spawned here).
+    for n in 0..3 {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            super::engine::spawn_fault::fail_after(n);
+            let config = EngineConfig {
+                workers: 2,
+                ..EngineConfig::default()
+            };
+            let _ = tx.send(Engine::with_backend(Memory::default(), config).map(|_| ()));
+        });
+        match rx.recv_timeout(WAIT) {
+            Ok(Err(e)) => assert!(e.to_string().contains("could not start"), "{e}"),
+            Ok(Ok(())) => panic!("the engine started though its spawn {n} failed"),
+            Err(_) => panic!("the engine hung when its spawn {n} failed"),
+        }
+    }
+}
