@@ -777,3 +777,67 @@ fn seek_headless_plays_from_that_frame_to_the_end() {
     assert_eq!(playback["output"], "offscreen");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+// --audio
+
+/// Writes a 4 KB 16-bit PCM WAV whose header claims `rate` Hz and
+/// `channels` channels, whatever they are.
+fn write_wav_claiming(path: &Path, rate: u32, channels: u16) {
+    let data = vec![0u8; 4096 - 44];
+    let block = u32::from(channels) * 2;
+    let mut bytes = Vec::with_capacity(4096);
+    bytes.extend_from_slice(b"RIFF");
+    bytes.extend_from_slice(&(36 + data.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(b"WAVEfmt ");
+    bytes.extend_from_slice(&16u32.to_le_bytes());
+    bytes.extend_from_slice(&1u16.to_le_bytes());
+    bytes.extend_from_slice(&channels.to_le_bytes());
+    bytes.extend_from_slice(&rate.to_le_bytes());
+    bytes.extend_from_slice(&rate.wrapping_mul(block).to_le_bytes());
+    bytes.extend_from_slice(&(block as u16).to_le_bytes());
+    bytes.extend_from_slice(&16u16.to_le_bytes());
+    bytes.extend_from_slice(b"data");
+    bytes.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&data);
+    std::fs::write(path, bytes).expect("the WAV file is written");
+}
+
+/// Plays a six-frame sequence for three looped seconds to `wav` on the
+/// null sink, as a user trying a sound file would.
+fn play_with_sound(name: &str, rate: u32, channels: u16) -> Finished {
+    let dir = png_sequence(name, 6);
+    let wav = dir.join("sound.wav");
+    write_wav_claiming(&wav, rate, channels);
+    let done = play(&[
+        arg(&dir),
+        "--audio",
+        arg(&wav),
+        "--audio-out",
+        "null",
+        "--seconds",
+        "3",
+        "--loop",
+        "--fps",
+        "24",
+    ]);
+    let _ = std::fs::remove_dir_all(dir);
+    done
+}
+
+#[test]
+fn a_wav_claiming_2147483647_hz_is_refused_before_playing() {
+    let done = play_with_sound("wav-rate-huge", 2_147_483_647, 2);
+    assert_fails(&done, "2147483647 Hz");
+}
+
+#[test]
+fn a_wav_claiming_1_hz_is_refused_before_playing() {
+    let done = play_with_sound("wav-rate-tiny", 1, 2);
+    assert_fails(&done, "1 Hz");
+}
+
+#[test]
+fn a_wav_claiming_40_channels_is_refused_before_playing() {
+    let done = play_with_sound("wav-channels", 48_000, 40);
+    assert_fails(&done, "40 channels");
+}

@@ -740,6 +740,52 @@ fn broken_and_missing_files_get_typed_errors() {
     }
 }
 
+/// A little-endian TIFF of one strip of 8 bytes whose header claims
+/// `width`x`height` RGBA at 16 bits a sample (8 bytes a pixel).
+fn tiff_claiming(width: u32, height: u32) -> Vec<u8> {
+    // (tag, type, value): type 3 is a SHORT, 4 a LONG; one value each.
+    let bits_at = 8 + 2 + 10 * 12 + 4;
+    let strip_at = bits_at + 8;
+    let entries: [(u16, u16, u32, u32); 10] = [
+        (256, 4, 1, width),
+        (257, 4, 1, height),
+        (258, 3, 4, bits_at as u32), // BitsPerSample: 4 shorts, stored after the IFD
+        (259, 3, 1, 1),              // no compression
+        (262, 3, 1, 2),              // RGB
+        (273, 4, 1, strip_at as u32),
+        (277, 3, 1, 4),
+        (278, 4, 1, height), // one strip
+        (279, 4, 1, 8),
+        (338, 3, 1, 2), // the fourth sample is unassociated alpha
+    ];
+    let mut tiff = b"II*\0".to_vec();
+    tiff.extend_from_slice(&8u32.to_le_bytes());
+    tiff.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+    for (tag, kind, count, value) in entries {
+        tiff.extend_from_slice(&tag.to_le_bytes());
+        tiff.extend_from_slice(&kind.to_le_bytes());
+        tiff.extend_from_slice(&count.to_le_bytes());
+        tiff.extend_from_slice(&value.to_le_bytes());
+    }
+    tiff.extend_from_slice(&0u32.to_le_bytes());
+    for _ in 0..4 {
+        tiff.extend_from_slice(&16u16.to_le_bytes());
+    }
+    tiff.extend_from_slice(&[0; 8]);
+    tiff
+}
+
+#[test]
+fn a_tiff_claiming_4294967295_pixels_a_side_is_refused_without_overflowing_its_size() {
+    let dir = TempDir::new("huge-header");
+    let path = dir.join("huge.tif");
+    std::fs::write(&path, tiff_claiming(u32::MAX, u32::MAX)).unwrap();
+    let reason = unsupported_reason(probe(&path), "probing a TIFF 4294967295 pixels a side");
+    assert!(reason.contains("4294967295x4294967295"), "{reason}");
+    let reason = unsupported_reason(decode(&path), "decoding it");
+    assert!(reason.contains("at most 65536"), "{reason}");
+}
+
 #[test]
 fn png_16_bit_keeps_16_bits() {
     let dir = TempDir::new("png16");

@@ -127,7 +127,9 @@ fn plan(path: &Path, headers: &[Header]) -> Result<Plan, PlayError> {
             names.extend(header.channels.list.iter().map(|c| c.name.to_string()));
             continue;
         };
-        return plan_layer(layer, header, &chosen).map_err(unsupported);
+        let plan = plan_layer(layer, header, &chosen).map_err(unsupported)?;
+        super::check_side(path, &plan.info)?;
+        return Ok(plan);
     }
     if !flat {
         return Err(unsupported(

@@ -72,13 +72,15 @@ fn frame_info(path: &Path, decoder: &impl ImageDecoder) -> Result<FrameInfo, Pla
             path: path.to_owned(),
             reason: format!("pixel layout {:?}", decoder.color_type()),
         })?;
-    Ok(FrameInfo {
+    let info = FrameInfo {
         width,
         height,
         channels,
         sample,
         yuv: None,
-    })
+    };
+    super::check_side(path, &info)?;
+    Ok(info)
 }
 
 /// Channels and sample type of a colour type, or `None` for one the player

@@ -89,12 +89,15 @@ impl FrameInfo {
 
     /// Bytes of one tightly packed row (of the packed planes, for Y'CbCr).
     pub fn row_bytes(&self) -> usize {
-        self.texture_size().0 as usize * self.channels as usize * self.sample.bytes()
+        (self.texture_size().0 as usize)
+            .saturating_mul(self.channels as usize * self.sample.bytes())
     }
 
-    /// Bytes of the whole frame, tightly packed.
+    /// Bytes of the whole frame, tightly packed (saturating: a frame
+    /// [`probe`] passed is at most [`MAX_SIDE`] a side, and fits).
     pub fn bytes(&self) -> usize {
-        self.row_bytes() * self.texture_size().1 as usize
+        self.row_bytes()
+            .saturating_mul(self.texture_size().1 as usize)
     }
 }
 
@@ -129,12 +132,33 @@ pub fn decode_into(
 
 /// Reads what a file holds (size, channels, sample type) from its header,
 /// without decoding its pixels.
+/// A frame larger than [`MAX_SIDE`] a side is refused, before its size
+/// is used for anything (decoding refuses it too).
 pub fn probe(path: &Path) -> Result<FrameInfo, PlayError> {
     if is_exr(path) {
         exr::probe(path)
     } else {
         image::probe(path)
     }
+}
+
+/// Longest side of a frame, in pixels: twice what any GPU's textures
+/// take (the device's own limit is checked when its texture is made).
+pub const MAX_SIDE: u32 = 65_536;
+
+/// Refuses a frame of more than [`MAX_SIDE`] a side (a damaged or
+/// hostile header), so that its sizes never overflow.
+fn check_side(path: &Path, info: &FrameInfo) -> Result<(), PlayError> {
+    if info.width > MAX_SIDE || info.height > MAX_SIDE {
+        return Err(PlayError::Unsupported {
+            path: path.to_owned(),
+            reason: format!(
+                "its header says {}x{} pixels; the player takes at most {MAX_SIDE} a side",
+                info.width, info.height
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// File extensions the player reads, lower case.

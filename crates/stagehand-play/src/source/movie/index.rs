@@ -41,13 +41,15 @@ pub(super) struct Index {
 const MAX_POSITIONS_PER_FRAME: usize = 64;
 
 impl Index {
-    /// Reads every packet of `stream` in `input` (from where it stands).
+    /// Reads every packet of `stream` in `input` (from where it stands),
+    /// stopping past `most` frames: `None` when there are more.
     pub fn read(
         input: &mut ffmpeg::format::context::Input,
         stream: usize,
         time_base: f64,
         rate: f64,
-    ) -> Index {
+        most: usize,
+    ) -> Option<Index> {
         let mut frames = Vec::new();
         let mut damage = None;
         let mut packet = ffmpeg::Packet::empty();
@@ -83,6 +85,9 @@ impl Index {
             let Some(pts) = packet.pts().or(packet.dts()) else {
                 continue;
             };
+            if frames.len() == most {
+                return None;
+            }
             frames.push(IndexedFrame {
                 pts,
                 key: packet.is_key(),
@@ -91,13 +96,13 @@ impl Index {
         frames.sort_by_key(|f| f.pts);
         frames.dedup_by_key(|f| f.pts);
         let positions = positions(&frames, time_base, rate);
-        Index {
+        Some(Index {
             intra_only: frames.iter().all(|f| f.key),
             frames,
             positions,
             time_base,
             damage,
-        }
+        })
     }
 
     /// Notes damage when the frames stop more than a frame and a half
@@ -154,7 +159,14 @@ fn positions(frames: &[IndexedFrame], time_base: f64, rate: f64) -> Vec<u32> {
         .len()
         .saturating_mul(MAX_POSITIONS_PER_FRAME)
         .min(crate::options::MAX_FRAMES as usize + 1);
-    let count = ((last * rate).round().max(0.0) as usize + 1).min(cap);
+    // Clamped in floating point too: a span of timestamps whose ticks do
+    // not fit a `usize` (or are not a number) must not wrap to none.
+    let ticks = (last * rate).round();
+    let count = if ticks >= 0.0 {
+        ticks.min((cap - 1) as f64) as usize + 1
+    } else {
+        1
+    };
     let mut out = Vec::with_capacity(count);
     let mut i = 0;
     for p in 0..count {
@@ -191,6 +203,17 @@ mod tests {
         let f = frames(&[0, 42, 167, 170, 208]);
         let p = positions(&f, 1e-3, 24.0);
         assert_eq!(p, vec![0, 1, 1, 1, 3, 4]);
+    }
+
+    #[test]
+    fn timestamps_whose_ticks_overflow_a_usize_still_make_positions() {
+        // 2^62 units of a second apart: more ticks than a usize holds.
+        let f = frames(&[0, i64::MAX / 2]);
+        let p = positions(&f, 1.0, 1e9);
+        assert_eq!(p.len(), 2 * MAX_POSITIONS_PER_FRAME);
+        assert_eq!((p[0], p[p.len() - 1]), (0, 0));
+        // Not a number of seconds at all: one position, the first frame.
+        assert_eq!(positions(&f, f64::NAN, 24.0), vec![0]);
     }
 
     #[test]

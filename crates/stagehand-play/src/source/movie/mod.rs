@@ -157,7 +157,13 @@ impl Movie {
             )));
         }
         let declared = input.duration();
-        let mut index = Index::read(&mut input, stream_index, time_base, rate);
+        // Stopped before it holds more frames than a movie may have.
+        let Some(mut index) = Index::read(&mut input, stream_index, time_base, rate, MAX_FRAMES)
+        else {
+            return Err(unsupported(format!(
+                "it has more than {MAX_FRAMES} video frames"
+            )));
+        };
         drop(input);
         // A container may mark every frame a keyframe (a MOV without a
         // sync-sample table) for a codec whose frames refer to others.
@@ -168,6 +174,11 @@ impl Movie {
                 Some(d) => format!("no video frame could be read: {d}"),
                 None => "its video stream has no frames".into(),
             }));
+        }
+        if index.positions.is_empty() {
+            return Err(decode_error(
+                "its frames' timestamps give no position to show them at".into(),
+            ));
         }
         if index.positions.len() > MAX_FRAMES {
             return Err(unsupported(format!(

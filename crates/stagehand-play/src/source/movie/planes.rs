@@ -92,6 +92,19 @@ pub(super) fn describe(frame: &ffmpeg::frame::Video) -> Result<FrameInfo, String
     })
 }
 
+/// A plane's line size as FFmpeg gives it (its C `int` widened to
+/// `usize`): a bottom-up frame's is negative, and comes here as more than
+/// `isize::MAX`; such a frame is refused, as a line size of 0 is.
+fn row_stride(stride: usize, plane: usize) -> Result<usize, String> {
+    if stride == 0 || stride > isize::MAX as usize {
+        return Err(format!(
+            "plane {plane} has a line size of {}: bottom-up frames are not supported",
+            stride as isize
+        ));
+    }
+    Ok(stride)
+}
+
 /// Copies the three planes of `frame` (described by `info`) into one
 /// packed buffer, row by row: no sample is converted.
 pub(super) fn pack(
@@ -107,9 +120,18 @@ pub(super) fn pack(
     let row_bytes = packing.size.0 as usize * sample;
     let mut buffer = buffers.take(info.bytes()).map_err(|e| e.to_string())?;
     let out = buffer.as_mut_slice();
+    if frame.planes() < packing.planes.len() {
+        return Err(format!(
+            "the decoder gave {} planes of a {}-plane format",
+            frame.planes(),
+            packing.planes.len()
+        ));
+    }
     for (plane, rect) in packing.planes.iter().enumerate() {
+        // The stride is checked before the data is touched: the data's
+        // slice is built from it.
+        let stride = row_stride(frame.stride(plane), plane)?;
         let data = frame.data(plane);
-        let stride = frame.stride(plane);
         let width = rect.width as usize * sample;
         for row in 0..rect.height as usize {
             let src = row * stride;
@@ -127,4 +149,19 @@ pub(super) fn pack(
         info,
         data: buffer.freeze(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::row_stride;
+
+    #[test]
+    fn a_negative_line_size_is_refused_before_the_data_is_touched() {
+        // What `stride()` gives for a bottom-up frame's line size of -1920.
+        let widened = -1920i32 as usize;
+        let e = row_stride(widened, 0).unwrap_err();
+        assert!(e.contains("-1920") && e.contains("bottom-up"), "{e}");
+        assert!(row_stride(0, 1).is_err());
+        assert_eq!(row_stride(1920, 0), Ok(1920));
+    }
 }
