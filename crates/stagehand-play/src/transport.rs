@@ -16,7 +16,7 @@ pub enum Command {
     /// Pause, or resume (from the first frame, when paused at the end of
     /// a sequence that does not loop).
     TogglePause,
-    /// Step one frame forward (`1`) or back (`-1`), pausing.
+    /// Step this many frames forward (`1`) or back (`-1`), pausing.
     Step(i64),
     /// Go to the first frame of the range.
     First,
@@ -34,6 +34,34 @@ pub enum Command {
     ToggleHud,
     /// End playback.
     Quit,
+}
+
+impl Command {
+    /// Whether it moves playback to a place that does not depend on where
+    /// it is (a later one of these makes an earlier one moot).
+    fn is_absolute(self) -> bool {
+        matches!(self, Self::First | Self::Last | Self::Seek(_))
+    }
+}
+
+/// The commands that arrived together, as they are to run: a quit alone
+/// (nothing queued before it delays the end), a run of steps as one step
+/// of their sum (a held arrow key waits for one frame, not one each), a
+/// run of seeks as the last of them. Steps that cancel out remain a step
+/// of 0: they still pause, as each would have.
+pub fn coalesce(commands: Vec<Command>) -> Vec<Command> {
+    if commands.contains(&Command::Quit) {
+        return vec![Command::Quit];
+    }
+    let mut out: Vec<Command> = Vec::with_capacity(commands.len());
+    for command in commands {
+        match (out.last_mut(), command) {
+            (Some(Command::Step(sum)), Command::Step(n)) => *sum = sum.saturating_add(n),
+            (Some(last), next) if last.is_absolute() && next.is_absolute() => *last = next,
+            _ => out.push(command),
+        }
+    }
+    out
 }
 
 /// One leg of the route: ticks from `start_tick` on show positions from
@@ -218,6 +246,47 @@ impl Route {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quit_behind_queued_steps_and_seeks_runs_alone() {
+        let queued = vec![
+            Command::Step(1),
+            Command::Seek(40),
+            Command::Quit,
+            Command::Step(1),
+        ];
+        assert_eq!(coalesce(queued), vec![Command::Quit]);
+    }
+
+    #[test]
+    fn a_held_arrow_keys_repeated_steps_are_one_step_of_their_sum() {
+        let repeated = vec![Command::Step(1); 12];
+        assert_eq!(coalesce(repeated), vec![Command::Step(12)]);
+        let back_and_forth = vec![Command::Step(1), Command::Step(-1), Command::Step(-1)];
+        assert_eq!(coalesce(back_and_forth), vec![Command::Step(-1)]);
+        // Other commands between steps keep their order.
+        let mixed = vec![
+            Command::Step(1),
+            Command::ToggleLoop,
+            Command::Step(1),
+            Command::Step(1),
+        ];
+        assert_eq!(
+            coalesce(mixed),
+            vec![Command::Step(1), Command::ToggleLoop, Command::Step(2)]
+        );
+    }
+
+    #[test]
+    fn clicks_along_the_timeline_seek_only_to_the_last() {
+        let drag = vec![
+            Command::Seek(3),
+            Command::Seek(9),
+            Command::Last,
+            Command::Seek(20),
+        ];
+        assert_eq!(coalesce(drag), vec![Command::Seek(20)]);
+    }
 
     fn claims(route: &Route, n: usize) -> Vec<(u64, usize)> {
         (0..n)

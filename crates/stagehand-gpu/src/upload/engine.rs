@@ -191,34 +191,6 @@ fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<(
         .map_err(|e| UploadError::InvalidConfig(format!("could not start {name}: {e}")))
 }
 
-/// A fault on demand for the tests: the engine's Nth thread, counted on
-/// the thread that builds it, cannot be spawned.
-#[cfg(test)]
-pub(super) mod spawn_fault {
-    use std::cell::Cell;
-
-    thread_local! {
-        static LEFT: Cell<Option<usize>> = const { Cell::new(None) };
-    }
-
-    /// Spawns on this thread fail from the one `n` spawns from now.
-    pub(in crate::upload) fn fail_after(n: usize) {
-        LEFT.with(|left| left.set(Some(n)));
-    }
-
-    /// Whether this spawn is refused.
-    pub(in crate::upload) fn strikes() -> bool {
-        LEFT.with(|left| match left.get() {
-            Some(0) => true,
-            Some(n) => {
-                left.set(Some(n - 1));
-                false
-            }
-            None => false,
-        })
-    }
-}
-
 /// The completion thread: waits for each submitted upload in the order they
 /// were submitted and ends it; between them, gives staging nothing asked
 /// for during the last idle period back to the device. Ends when every
@@ -316,4 +288,32 @@ fn low_priority() -> Result<(), String> {
 fn low_priority() -> Result<(), String> {
     thread_priority::set_current_thread_priority(thread_priority::ThreadPriority::Min)
         .map_err(|e| format!("{e:?}"))
+}
+
+/// A fault on demand for the tests: the engine's Nth thread, counted on
+/// the thread that builds it, cannot be spawned.
+#[cfg(test)]
+pub(super) mod spawn_fault {
+    use std::cell::Cell;
+
+    thread_local! {
+        static LEFT: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+
+    /// Spawns on this thread fail from the one `n` spawns from now.
+    pub(in crate::upload) fn fail_after(n: usize) {
+        LEFT.with(|left| left.set(Some(n)));
+    }
+
+    /// Whether this spawn is refused.
+    pub(in crate::upload) fn strikes() -> bool {
+        LEFT.with(|left| match left.get() {
+            Some(0) => true,
+            Some(n) => {
+                left.set(Some(n - 1));
+                false
+            }
+            None => false,
+        })
+    }
 }

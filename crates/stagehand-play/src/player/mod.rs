@@ -949,6 +949,9 @@ fn spawn_producer(
 }
 
 fn produce(shared: &Shared, feed: &Feed) -> Result<(), PlayError> {
+    // However the producer ends short (an error, a panic), the render loop
+    // must not wait for ticks that will never come.
+    let mut closer = CloseOnFailure(shared.tier.as_ref().map(|t| &t.handoff));
     let result = (|| {
         loop {
             let (k, pos) = match shared.route.claim() {
@@ -964,12 +967,10 @@ fn produce(shared: &Shared, feed: &Feed) -> Result<(), PlayError> {
             }
         }
     })();
-    if result.is_err()
-        && let Some(tier) = &shared.tier
-    {
-        // The render loop must not wait for ticks that will never come.
-        tier.handoff.close();
+    if result.is_ok() {
+        closer.0 = None;
     }
+    drop(closer);
     match result {
         // Closed because playback ended: what was not pushed is counted
         // as never pushed.
@@ -979,6 +980,18 @@ fn produce(shared: &Shared, feed: &Feed) -> Result<(), PlayError> {
 }
 
 /// Pushes tick `k`, which shows position `pos`.
+/// Closes the GPU tier's hand-off when dropped, unless disarmed (its
+/// field taken) after a producer that ended well.
+struct CloseOnFailure<'a>(Option<&'a Handoff>);
+
+impl Drop for CloseOnFailure<'_> {
+    fn drop(&mut self) {
+        if let Some(handoff) = self.0 {
+            handoff.close();
+        }
+    }
+}
+
 fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), PlayError> {
     let pts = shared.pts(k);
     let upload = match feed {
@@ -1143,4 +1156,25 @@ fn record_latency(upload: Upload, shared: &Shared) {
             Lead::uploaded(&lead, l);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_producer_that_panics_closes_the_gpu_tiers_hand_off() {
+        let handoff = Arc::new(Handoff::new(2));
+        let theirs = Arc::clone(&handoff);
+        let producer = std::thread::spawn(move || {
+            let _closer = CloseOnFailure(Some(&theirs));
+            panic!("a bug in the producer");
+        });
+        assert!(producer.join().is_err());
+        // Tick 5 was never decided: the render loop's wait returns at once
+        // because the hand-off is closed, not because a deadline passed.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        assert!(handoff.wait_decided(5, Some(deadline)));
+        assert!(Instant::now() < deadline);
+    }
 }

@@ -285,7 +285,7 @@ impl Run<'_> {
                 if w.screen.closed() {
                     return Ok(Wake::Quit);
                 }
-                w.screen.take_commands()
+                crate::transport::coalesce(w.screen.take_commands())
             }
         };
         for command in commands {
@@ -336,9 +336,13 @@ impl Run<'_> {
                 clock.pause();
                 if n > 0 {
                     let next = shared.route.position(*tick);
+                    let ahead = usize::try_from(n).unwrap_or(usize::MAX);
                     let wanted = on_screen.map(|p| {
                         if shared.route.looped() {
-                            (p + 1) % len
+                            (p + ahead % len) % len
+                        } else if ahead > 1 {
+                            // Steps past the end stop at the last frame.
+                            p.saturating_add(ahead).min(len - 1)
                         } else {
                             p + 1
                         }
@@ -361,7 +365,9 @@ impl Run<'_> {
                         // The last frame of a range that does not loop.
                         _ => {}
                     }
-                } else if let Some(pos) = on_screen {
+                } else if let Some(pos) = on_screen
+                    && n < 0
+                {
                     let back = (n.unsigned_abs() as usize).min(len);
                     let to = if pos >= back {
                         pos - back
@@ -474,7 +480,9 @@ impl Run<'_> {
                 && Instant::now() < deadline
             {
                 self.check_failed()?;
-                if output.closed() {
+                // A key pressed meanwhile (another step, Q) is not kept
+                // waiting: what there is shows, and the key runs next.
+                if output.attention() {
                     break;
                 }
             }
@@ -532,16 +540,19 @@ impl Run<'_> {
     /// `wait`: how long a frame still being uploaded into the tier is
     /// waited for.
     pub(super) fn tier_tick(&mut self, tick: u64, output: &mut Output<'_>, wait: TierWait) -> bool {
+        let producer_gone = self.producer_done();
         let (Some(tier), Some(cache)) = (&self.shared.tier, &mut self.gpu_cache) else {
             return false;
         };
-        if self.shared.mode == Mode::EveryFrame {
-            // The user can still stop, pause or seek meanwhile.
+        if self.shared.mode == Mode::EveryFrame && !producer_gone {
+            // The user can still stop, pause or seek meanwhile; a producer
+            // that has ended (failed) decides nothing more.
+            let producer = self.producer.as_ref();
             while !tier
                 .handoff
                 .wait_decided(tick, Some(Instant::now() + Duration::from_millis(20)))
             {
-                if output.attention() {
+                if output.attention() || producer.is_none_or(JoinHandle::is_finished) {
                     break;
                 }
             }
