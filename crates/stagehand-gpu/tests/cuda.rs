@@ -858,3 +858,109 @@ fn cuda_upload_async_and_the_timeline() {
         "the landed upload's stages are on the timeline"
     );
 }
+
+/// The stand-in driver's failure hook: `ENTRY:N` fails the Nth call of
+/// `ENTRY` in the process.
+const FAIL_HOOK: &str = "STAGEHAND_STAND_IN_FAIL";
+
+/// What the child half of the test below saw, on one line of its own.
+const CHILD_SAYS: &str = "event-fault child:";
+
+#[test]
+fn an_upload_whose_end_event_cannot_be_created_never_copies_into_its_destination() {
+    const NAME: &str =
+        "an_upload_whose_end_event_cannot_be_created_never_copies_into_its_destination";
+    if std::env::var_os(FAIL_HOOK).is_some() {
+        return event_fault_child();
+    }
+    let Some((cuda, device)) = cuda(NAME) else {
+        return;
+    };
+    if cuda.info().name != "stagehand stand-in device" {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {NAME}: failing one call on demand needs the stand-in driver"
+        );
+        return;
+    }
+    drop((cuda, device));
+    // Each child fails another call of cuEventCreate: some fail while the
+    // engine is made (a typed error), one fails the upload's own event.
+    let mut refused = 0;
+    for nth in 1..=6 {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--nocapture", "--test-threads", "1"])
+            .env(FAIL_HOOK, format!("cuEventCreate:{nth}"))
+            .output()
+            .expect("the child test runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let said = stdout
+            .lines()
+            // The harness may have begun the line ("test NAME ... ").
+            .find_map(|l| l.split_once(CHILD_SAYS))
+            .map(|(_, said)| said.trim());
+        assert!(
+            out.status.success(),
+            "call {nth} failed: {said:?}\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if said == Some("upload refused, destination untouched, next upload landed") {
+            refused += 1;
+        }
+    }
+    assert!(
+        refused >= 1,
+        "no failed cuEventCreate reached an upload's submit"
+    );
+}
+
+/// The child: with one cuEventCreate failing, an upload either lands or is
+/// refused; a refused one must leave its destination as it was (the copy
+/// was never queued), and the next upload lands.
+fn event_fault_child() {
+    let say = |what: &str| println!("{CHILD_SAYS} {what}");
+    let Ok(cuda) = Cuda::open(0) else {
+        return say("no device");
+    };
+    let Ok(pool) = DevicePool::new(&cuda, PoolConfig::named("device")) else {
+        return say("setup refused");
+    };
+    let Ok(stream) = cuda.new_stream() else {
+        return say("setup refused");
+    };
+    // One chunk an upload: a refused upload then wrote nothing at all.
+    let config = EngineConfig {
+        chunk_bytes: 32 * MIB,
+        max_in_flight_bytes: 64 * MIB,
+        ..EngineConfig::default()
+    };
+    let Ok(engine) = CudaUploadEngine::new(&cuda, config) else {
+        return say("setup refused");
+    };
+    let len = 16 * MIB as usize;
+    let dst = Arc::new(pool.take(len as u64, &stream).expect("take"));
+    dst.write(0, &vec![0; len]).expect("clear");
+    let buf = streamed(&engine, &dst);
+    let first = buf.upload(pattern(1, len), 0).expect("upload");
+    let status = first.wait_timeout(WAIT).expect("an upload hung").status;
+    if status == UploadStatus::Done {
+        return say("landed");
+    }
+    // Anything queued by now has run by the end of this.
+    cuda.synchronize().expect("synchronize");
+    let mut back = vec![0u8; len];
+    dst.read(0, &mut back).expect("read back");
+    let written = back.iter().filter(|&&b| b != 0).count();
+    assert_eq!(
+        written, 0,
+        "the upload was refused ({status:?}) yet {written} bytes of its destination changed"
+    );
+    let second = buf.upload(pattern(2, len), 0).expect("upload");
+    assert_eq!(
+        second.wait_timeout(WAIT).expect("hung").status,
+        UploadStatus::Done
+    );
+    dst.read(0, &mut back).expect("read back");
+    assert!(back == pattern(2, len), "the next upload landed");
+    say("upload refused, destination untouched, next upload landed");
+}

@@ -9,7 +9,10 @@
  * before its copy is done, or reads a result before waiting, gets wrong bytes.
  *
  * Device memory is capped (STAGEHAND_STAND_IN_MIB, default 1024) so that
- * out-of-memory can be tested. scripts/test builds this file and runs the
+ * out-of-memory can be tested. STAGEHAND_STAND_IN_FAIL=ENTRY:N makes the Nth
+ * call (counted from 1, process-wide) of the entry point ENTRY fail with
+ * CUDA_ERROR_UNKNOWN, so that a failure in the middle of a sequence of calls
+ * can be tested (only the entry points that call fail_now() take part). scripts/test builds this file and runs the
  * CUDA tests against it; it is not used anywhere else.
  */
 #include <pthread.h>
@@ -30,7 +33,27 @@ enum {
     INVALID_DEVICE = 101,
     INVALID_HANDLE = 400,
     NOT_READY = 600,
+    UNKNOWN = 999,
 };
+
+/* ---- failures on demand (STAGEHAND_STAND_IN_FAIL=ENTRY:N) ---- */
+
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long fail_calls;
+
+/* Whether this call of `entry` is the one asked to fail. */
+static int fail_now(const char *entry) {
+    const char *spec = getenv("STAGEHAND_STAND_IN_FAIL");
+    if (!spec) return 0;
+    const char *colon = strchr(spec, ':');
+    size_t n = strlen(entry);
+    if (!colon || (size_t)(colon - spec) != n || strncmp(spec, entry, n) != 0) return 0;
+    unsigned long nth = strtoul(colon + 1, NULL, 10);
+    pthread_mutex_lock(&fail_lock);
+    unsigned long call = ++fail_calls;
+    pthread_mutex_unlock(&fail_lock);
+    return call == nth;
+}
 
 /* ---- device memory accounting ---- */
 
@@ -339,6 +362,7 @@ CUresult cuCtxSynchronize(void) {
 
 CUresult cuEventCreate(void **out, unsigned flags) {
     (void)flags;
+    if (fail_now("cuEventCreate")) return UNKNOWN;
     event *e = calloc(1, sizeof *e);
     if (!e) return OUT_OF_MEMORY;
     pthread_mutex_init(&e->lock, NULL);

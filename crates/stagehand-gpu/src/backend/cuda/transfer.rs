@@ -63,6 +63,24 @@ impl CudaTransfer {
             None => self.cuda.new_event().map_err(device),
         }
     }
+
+    /// Queues the copy of `len` bytes of `staging` to `dst` at `offset` on
+    /// the transfer stream, after the work already queued on `dst`'s stream.
+    fn queue_copy(
+        &self,
+        staging: &Pooled<PinnedMemory>,
+        dst: &DeviceBuffer,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), UploadError> {
+        {
+            let order = self.order.lock();
+            order.record(dst.stream()).map_err(device)?;
+            self.stream.wait(&order).map_err(device)?;
+        }
+        dst.copy_from_pinned(offset, staging, len as usize, &self.stream)
+            .map_err(device)
+    }
 }
 
 impl TransferBackend for CudaTransfer {
@@ -120,14 +138,14 @@ impl TransferBackend for CudaTransfer {
                 "CUDA uploads go to byte ranges of device buffers".into(),
             ));
         };
-        {
-            let order = self.order.lock();
-            order.record(dst.stream()).map_err(device)?;
-            self.stream.wait(&order).map_err(device)?;
-        }
-        dst.copy_from_pinned(offset, staging, len as usize, &self.stream)
-            .map_err(device)?;
+        // The event that will mark the copy's end exists before the copy is
+        // queued: failing to make it afterwards would give the staging back
+        // while the queued copy still reads it.
         let event = self.event()?;
+        if let Err(e) = self.queue_copy(staging, dst, offset, len) {
+            self.events.lock().push(event);
+            return Err(e);
+        }
         if let Err(e) = event.record(&self.stream) {
             // The copy is queued but nothing marks its end: wait for the
             // whole stream before the staging can go back.
