@@ -9,7 +9,8 @@
 //! frame's sample type and channels and the texture's format, among
 //! functions specialised for each triple: no decision is taken per sample
 //! or per pixel, and the common pairs (RGB8 to RGBA8, RGB16 to RGBA16, grey
-//! to RGBA) compile to straight copies with a constant alpha. Floats go to
+//! to RGBA) move whole words, several pixels at a time, masked with an
+//! opaque alpha ([`fast_path`]). Floats go to
 //! half floats a row at a time through the `half` crate's slice conversion
 //! (vectorised where the CPU has F16C).
 //!
@@ -110,6 +111,9 @@ fn row_converter(info: &FrameInfo, texture: wgpu::TextureFormat) -> RowFn {
 }
 
 fn by_source<T: Target>(info: &FrameInfo) -> RowFn {
+    if let Some(fast) = fast_path(info, T::SIZE) {
+        return fast;
+    }
     match info.sample {
         SampleType::U8 => by_channels::<u8, T>(info.channels),
         SampleType::U16 => by_channels::<u16, T>(info.channels),
@@ -133,6 +137,81 @@ fn by_channels_f32_to_half(channels: u8) -> RowFn {
         2 => floats_to_halves::<2>,
         3 => floats_to_halves::<3>,
         _ => floats_to_halves::<4>,
+    }
+}
+
+/// The common pairs, where the sample stays as it is and only an opaque
+/// alpha (and, for grey, copies of the one channel) is added: whole words
+/// moved and masked, several pixels at once, instead of a sample at a
+/// time. `None` for every other pair (and on big-endian machines, where
+/// the word layouts below do not hold).
+fn fast_path(info: &FrameInfo, target_size: usize) -> Option<RowFn> {
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    match (info.sample, info.channels, target_size) {
+        (SampleType::U8, 3, 1) => Some(rgb8_to_rgba8),
+        (SampleType::U8, 1, 1) => Some(grey8_to_rgba8),
+        (SampleType::U16, 3, 2) => Some(rgb16_to_rgba16),
+        (SampleType::U16, 1, 2) => Some(grey16_to_rgba16),
+        _ => None,
+    }
+}
+
+/// Four RGB8 pixels (three little-endian words) into four RGBA8 words.
+fn rgb8_to_rgba8(src: &[u8], dst: &mut [u8]) {
+    const ALPHA: u32 = 0xFF00_0000;
+    let word = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    let mut src4 = src.chunks_exact(12);
+    let mut dst4 = dst.chunks_exact_mut(16);
+    for (px, out) in (&mut src4).zip(&mut dst4) {
+        let (a, b, c) = (word(&px[0..4]), word(&px[4..8]), word(&px[8..12]));
+        let texels = [
+            a | ALPHA,
+            (a >> 24) | (b << 8) | ALPHA,
+            (b >> 16) | (c << 16) | ALPHA,
+            (c >> 8) | ALPHA,
+        ];
+        for (o, t) in out.chunks_exact_mut(4).zip(texels) {
+            o.copy_from_slice(&t.to_le_bytes());
+        }
+    }
+    expand::<u8, u8, 3>(src4.remainder(), dst4.into_remainder());
+}
+
+/// Grey8 pixels, each copied into R, G and B with an opaque alpha.
+fn grey8_to_rgba8(src: &[u8], dst: &mut [u8]) {
+    for (&v, out) in src.iter().zip(dst.chunks_exact_mut(4)) {
+        let texel = (u32::from(v) * 0x0001_0101) | 0xFF00_0000;
+        out.copy_from_slice(&texel.to_le_bytes());
+    }
+}
+
+/// Two RGB16 pixels (a little-endian double word and a word) into two
+/// RGBA16 double words.
+fn rgb16_to_rgba16(src: &[u8], dst: &mut [u8]) {
+    const ALPHA: u64 = 0xFFFF << 48;
+    let mut src2 = src.chunks_exact(12);
+    let mut dst2 = dst.chunks_exact_mut(16);
+    for (px, out) in (&mut src2).zip(&mut dst2) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&px[0..8]);
+        let a = u64::from_le_bytes(a);
+        let b = u64::from(u32::from_le_bytes([px[8], px[9], px[10], px[11]]));
+        let first = (a & !ALPHA) | ALPHA;
+        let second = (a >> 48) | (b << 16) | ALPHA;
+        out[0..8].copy_from_slice(&first.to_le_bytes());
+        out[8..16].copy_from_slice(&second.to_le_bytes());
+    }
+    expand::<u16, u16, 3>(src2.remainder(), dst2.into_remainder());
+}
+
+/// Grey16 pixels, each copied into R, G and B with an opaque alpha.
+fn grey16_to_rgba16(src: &[u8], dst: &mut [u8]) {
+    for (v, out) in src.chunks_exact(2).zip(dst.chunks_exact_mut(8)) {
+        let v = u64::from(u16::from_le_bytes([v[0], v[1]]));
+        let texel = (v * 0x0000_0001_0001_0001) | (0xFFFF << 48);
+        out.copy_from_slice(&texel.to_le_bytes());
     }
 }
 
@@ -383,6 +462,70 @@ mod tests {
         assert_eq!(
             texels(&rgb16, wgpu::TextureFormat::Rgba16Unorm),
             u16s(&[1, 2, 3, 65535, 65535, 0, 7, 65535])
+        );
+    }
+
+    /// Deterministic bytes for a row of `n`.
+    fn noise(n: usize, seed: u32) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_word_at_a_time_paths_match_the_sample_at_a_time_expansion() {
+        // Widths that leave every remainder after the word loops.
+        for width in [1usize, 2, 3, 4, 5, 7, 8, 13, 3840] {
+            let cases: [(SampleType, u8, RowFn, RowFn); 4] = [
+                (SampleType::U8, 3, rgb8_to_rgba8, expand::<u8, u8, 3>),
+                (SampleType::U8, 1, grey8_to_rgba8, expand::<u8, u8, 1>),
+                (SampleType::U16, 3, rgb16_to_rgba16, expand::<u16, u16, 3>),
+                (SampleType::U16, 1, grey16_to_rgba16, expand::<u16, u16, 1>),
+            ];
+            for (sample, channels, fast, slow) in cases {
+                let src = noise(width * channels as usize * sample.bytes(), width as u32);
+                let mut want = vec![0u8; width * 4 * sample.bytes()];
+                let mut got = vec![7u8; want.len()];
+                slow(&src, &mut want);
+                fast(&src, &mut got);
+                assert_eq!(got, want, "{sample:?} x{channels}, {width} wide");
+            }
+        }
+    }
+
+    #[test]
+    fn the_common_pairs_take_the_word_at_a_time_paths() {
+        let info = |sample, channels| FrameInfo {
+            width: 4,
+            height: 1,
+            channels,
+            sample,
+            yuv: None,
+        };
+        let rgba8 = wgpu::TextureFormat::Rgba8Unorm;
+        let rgba16 = wgpu::TextureFormat::Rgba16Unorm;
+        let fast = |i: &FrameInfo, t| row_converter(i, t) as usize;
+        assert_eq!(
+            fast(&info(SampleType::U8, 3), rgba8),
+            rgb8_to_rgba8 as RowFn as usize
+        );
+        assert_eq!(
+            fast(&info(SampleType::U8, 1), rgba8),
+            grey8_to_rgba8 as RowFn as usize
+        );
+        assert_eq!(
+            fast(&info(SampleType::U16, 3), rgba16),
+            rgb16_to_rgba16 as RowFn as usize
+        );
+        assert_eq!(
+            fast(&info(SampleType::U16, 1), rgba16),
+            grey16_to_rgba16 as RowFn as usize
         );
     }
 

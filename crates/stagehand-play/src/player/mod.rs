@@ -266,10 +266,11 @@ fn play_to(
         last_tick: (!windowed).then_some(opened.total),
         clock: Clock::default(),
         counters: Counters {
-            // Each decoder's first frame starts it, and each staging
-            // buffer's first upload touches its memory for the first time:
-            // neither says what the frames after them take.
-            lead: Lead::new(decoders, options.staging_buffers),
+            // Each decoder's first frame starts it, and the first uploads
+            // touch memory for the first time (each staging buffer, each
+            // of the queue's textures; the same uploads do both): none of
+            // them says what the frames after them take.
+            lead: Lead::new(decoders, options.staging_buffers.max(options.depth)),
             ..Counters::default()
         },
         period,
