@@ -510,23 +510,19 @@ mod tests {
         };
         let rgba8 = wgpu::TextureFormat::Rgba8Unorm;
         let rgba16 = wgpu::TextureFormat::Rgba16Unorm;
-        let fast = |i: &FrameInfo, t| row_converter(i, t) as usize;
-        assert_eq!(
-            fast(&info(SampleType::U8, 3), rgba8),
-            rgb8_to_rgba8 as RowFn as usize
-        );
-        assert_eq!(
-            fast(&info(SampleType::U8, 1), rgba8),
-            grey8_to_rgba8 as RowFn as usize
-        );
-        assert_eq!(
-            fast(&info(SampleType::U16, 3), rgba16),
-            rgb16_to_rgba16 as RowFn as usize
-        );
-        assert_eq!(
-            fast(&info(SampleType::U16, 1), rgba16),
-            grey16_to_rgba16 as RowFn as usize
-        );
+        let pairs: [(SampleType, u8, wgpu::TextureFormat, RowFn); 4] = [
+            (SampleType::U8, 3, rgba8, rgb8_to_rgba8),
+            (SampleType::U8, 1, rgba8, grey8_to_rgba8),
+            (SampleType::U16, 3, rgba16, rgb16_to_rgba16),
+            (SampleType::U16, 1, rgba16, grey16_to_rgba16),
+        ];
+        for (sample, channels, texture, fast) in pairs {
+            let chosen = row_converter(&info(sample, channels), texture);
+            assert_eq!(
+                chosen as usize, fast as usize,
+                "{sample:?} x{channels} into {texture:?}"
+            );
+        }
     }
 
     #[test]
