@@ -126,6 +126,10 @@ struct State {
     /// The position the player last fetched: decoders do not decode it
     /// again for the same pass.
     consumed: Option<usize>,
+    /// Positions the device holds (the GPU tier): their decoded copies
+    /// were let go, and decoders do not decode them again unless a fetch
+    /// asks.
+    on_device: HashSet<usize>,
     stats: CacheStats,
     closed: bool,
 }
@@ -172,6 +176,7 @@ impl FrameCache {
                 fetching: HashSet::new(),
                 playhead: 0,
                 consumed: None,
+                on_device: HashSet::new(),
                 stats: CacheStats {
                     budget: config.budget,
                     ..CacheStats::default()
@@ -296,6 +301,7 @@ impl FrameCache {
         let start = usize::from(state.consumed == Some(state.playhead));
         let aside_room = self.capacity() == 0 && state.aside.len() < self.config.hand_over;
         let mut frames = 0;
+        let taken = |p: &usize| taken(p) || state.on_device.contains(p);
         for d in start..self.len {
             let p = if self.config.looped {
                 (state.playhead + d) % self.len
@@ -309,10 +315,7 @@ impl FrameCache {
                 continue;
             }
             frames += 1;
-            let taken = state.held.contains_key(&p)
-                || state.aside.contains_key(&p)
-                || state.claimed.contains(&p);
-            if taken {
+            if taken(&p) {
                 continue;
             }
             let next = frames == 1;
@@ -495,6 +498,22 @@ impl FrameCache {
         }
     }
 
+    /// The device now holds the frame at `pos` (the GPU tier's upload of
+    /// it landed): its decoded copy is let go, so its buffer goes back for
+    /// the next frame decoded instead of the cache growing into memory
+    /// never touched, and decoders leave `pos` alone from now on (a fetch
+    /// of it still decodes it again).
+    pub fn moved_to_device(&self, pos: usize) {
+        let mut state = self.state.lock();
+        if let Some(frame) = state.held.remove(&pos) {
+            state.stats.bytes -= Self::bytes_of(&frame);
+            state.stats.frames = state.held.len() as u64;
+        }
+        state.on_device.insert(pos);
+        drop(state);
+        self.changed.notify_all();
+    }
+
     /// Calls `each` with every position held (decoded, or failed), under
     /// one look at the cache: for a cache bar.
     pub fn held_positions(&self, mut each: impl FnMut(usize)) {
@@ -605,6 +624,24 @@ mod tests {
             hand_over: 1,
         };
         FrameCache::new(config, len, HashSet::new(), 4)
+    }
+
+    #[test]
+    fn a_frame_moved_to_the_device_leaves_ram_and_is_not_decoded_again() {
+        // A looped sequence of four that the budget holds: with 0, 2 and 3
+        // held and 1 on the device, there is nothing left to decode.
+        let c = cache(4, true, 4);
+        for p in [0, 1, 2, 3] {
+            assert!(c.insert_frame(p, frame(p as u8)));
+        }
+        c.moved_to_device(1);
+        assert!(!c.contains(1), "the RAM copy was let go");
+        let stats = c.stats();
+        assert_eq!((stats.frames, stats.bytes, stats.evicted), (3, 12, 0));
+        assert!(c.idle(), "a decoder would decode the device's frame again");
+        // A fetch of it (a step that wants its bytes) still gets it decoded.
+        c.state.lock().fetching.insert(1);
+        assert_eq!(c.claim(), Some(1));
     }
 
     #[test]

@@ -38,7 +38,7 @@ use stagehand_gpu::Gpu;
 use stagehand_gpu::diag::human_bytes;
 use stagehand_gpu::upload::{
     CopyLayout, EngineConfig, FrameQueue, FrameQueueConfig, Upload, UploadEngine, UploadError,
-    WaitReady,
+    UploadStatus, WaitReady,
 };
 use std::collections::HashSet;
 use std::ops::ControlFlow;
@@ -1029,7 +1029,7 @@ fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), P
 fn produce_frame(
     shared: &Shared,
     frames: &dyn Frames,
-    cache: &FrameCache,
+    cache: &Arc<FrameCache>,
     k: u64,
     pos: usize,
 ) -> Result<Option<Upload>, PlayError> {
@@ -1128,6 +1128,13 @@ fn produce_frame(
         // The tier has room: the frame goes up into a texture of its own,
         // which the render loop shows at its tick and keeps for the run.
         let upload = tier.textures.upload(claimed, fill)?;
+        // Once on the device, the frame needs no copy in RAM.
+        let ram = Arc::clone(cache);
+        upload.on_complete(move |o| {
+            if o.status == UploadStatus::Done {
+                ram.moved_to_device(pos);
+            }
+        });
         shared.counters.uploaded.lock().insert(k);
         record_latency(upload, shared);
         leave_to_tier(shared, k)?;
