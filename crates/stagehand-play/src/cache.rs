@@ -21,7 +21,7 @@
 //! once: it is kept aside until fetched, never retained.
 
 use crate::PlayError;
-use crate::source::Frame;
+use crate::source::{Frame, Gaps};
 use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -140,7 +140,7 @@ pub struct FrameCache {
     /// Positions in the sequence.
     len: usize,
     /// Positions that are gaps: never decoded, never fetched.
-    skip: HashSet<usize>,
+    skip: Gaps,
     /// Bytes of one decoded frame (all frames of a sequence share a size).
     frame_bytes: u64,
     state: Mutex<State>,
@@ -159,7 +159,7 @@ pub enum Closed {
 impl FrameCache {
     /// A cache over `len` positions, `skip` of which are gaps, for frames
     /// of `frame_bytes` bytes each.
-    pub fn new(config: CacheConfig, len: usize, skip: HashSet<usize>, frame_bytes: u64) -> Self {
+    pub fn new(config: CacheConfig, len: usize, skip: Gaps, frame_bytes: u64) -> Self {
         let config = CacheConfig {
             hand_over: config.hand_over.max(1),
             ..config
@@ -293,7 +293,7 @@ impl FrameCache {
         if let Some(&p) = state
             .fetching
             .iter()
-            .find(|&p| !taken(p) && !self.skip.contains(p))
+            .find(|&p| !taken(p) && !self.skip.contains(*p))
         {
             return Some(p);
         }
@@ -302,7 +302,8 @@ impl FrameCache {
         let aside_room = self.capacity() == 0 && state.aside.len() < self.config.hand_over;
         let mut frames = 0;
         let taken = |p: &usize| taken(p) || state.on_device.contains(p);
-        for d in start..self.len {
+        let mut d = start;
+        while d < self.len {
             let p = if self.config.looped {
                 (state.playhead + d) % self.len
             } else {
@@ -311,9 +312,12 @@ impl FrameCache {
             if p >= self.len || frames >= window {
                 return None;
             }
-            if self.skip.contains(&p) {
+            // A run of gaps is passed in one step, however long.
+            if let Some(run) = self.skip.run_at(p) {
+                d += run.end - p;
                 continue;
             }
+            d += 1;
             frames += 1;
             if taken(&p) {
                 continue;
@@ -623,7 +627,7 @@ mod tests {
             looped,
             hand_over: 1,
         };
-        FrameCache::new(config, len, HashSet::new(), 4)
+        FrameCache::new(config, len, Gaps::none(), 4)
     }
 
     #[test]
@@ -835,7 +839,7 @@ mod tests {
             looped: true,
             hand_over: 3,
         };
-        let cache = Arc::new(FrameCache::new(config, 100, HashSet::new(), 4));
+        let cache = Arc::new(FrameCache::new(config, 100, Gaps::none(), 4));
         let fetched = play_through(Arc::clone(&cache), 100, 300);
         assert_eq!(
             fetched,
@@ -860,7 +864,7 @@ mod tests {
             looped: true,
             hand_over: 3,
         };
-        let cache = Arc::new(FrameCache::new(config, 10, HashSet::new(), 4));
+        let cache = Arc::new(FrameCache::new(config, 10, Gaps::none(), 4));
         assert_eq!(play_through(Arc::clone(&cache), 10, 100), 100);
         let s = cache.stats();
         assert_eq!(s.decoded, 10, "{s:?}");
@@ -871,9 +875,35 @@ mod tests {
     }
 
     #[test]
+    fn two_frames_ten_million_positions_apart_are_found_at_once() {
+        // Frames 0 and 9999999, everything between a gap: looking for the
+        // next frame to decode passes the run in one step.
+        let len = 10_000_000;
+        let cache = cache_with_gaps(Gaps::between([0, len - 1], len), len);
+        // (Position by position, each of these looks took ten million
+        // steps under the cache's lock.)
+        cache.set_playhead(1);
+        for _ in 0..100 {
+            let state = cache.state.lock();
+            assert_eq!(cache.wanted(&state), Some(len - 1));
+        }
+        assert_eq!(cache.claim(), Some(len - 1));
+    }
+
+    fn cache_with_gaps(gaps: Gaps, len: usize) -> FrameCache {
+        let config = CacheConfig {
+            budget: 2 * 4,
+            read_behind: 0,
+            looped: false,
+            hand_over: 1,
+        };
+        FrameCache::new(config, len, gaps, 4)
+    }
+
+    #[test]
     fn gaps_do_not_shrink_how_far_ahead_decoding_runs() {
         // 20 positions on twos: 10 frames, and a budget for all of them.
-        let gaps: HashSet<usize> = (0..20).filter(|p| p % 2 == 1).collect();
+        let gaps = Gaps::between((0..20).filter(|p| p % 2 == 0), 20);
         let config = CacheConfig {
             budget: 10 * 4,
             read_behind: 0,

@@ -58,6 +58,10 @@ pub struct GpuCacheStats {
 #[derive(Debug)]
 pub struct Residency {
     flags: Vec<AtomicBool>,
+    /// The resident positions, in the order they landed (at most the
+    /// tier's textures): what the cache bar reads, without a pass over
+    /// every position.
+    landed: Mutex<Vec<usize>>,
 }
 
 impl Residency {
@@ -65,7 +69,13 @@ impl Residency {
     pub fn new(len: usize) -> Self {
         Self {
             flags: (0..len).map(|_| AtomicBool::new(false)).collect(),
+            landed: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The positions on the device.
+    pub fn positions(&self) -> Vec<usize> {
+        self.landed.lock().clone()
     }
 
     /// Whether `pos` is on the device.
@@ -76,8 +86,10 @@ impl Residency {
     }
 
     fn insert(&self, pos: usize) {
-        if let Some(f) = self.flags.get(pos) {
-            f.store(true, Ordering::Release);
+        if let Some(f) = self.flags.get(pos)
+            && !f.swap(true, Ordering::AcqRel)
+        {
+            self.landed.lock().push(pos);
         }
     }
 }

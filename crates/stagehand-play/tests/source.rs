@@ -947,9 +947,8 @@ fn a_png_named_tif_decodes_by_its_content() {
 
 /// `(number, is a file)` for each entry.
 fn numbers(sequence: &Sequence) -> Vec<(Option<i64>, bool)> {
-    sequence
-        .entries
-        .iter()
+    (0..sequence.len())
+        .map(|p| sequence.entry(p).unwrap())
         .map(|e| (e.number, e.path.is_some()))
         .collect()
 }
@@ -994,11 +993,12 @@ fn a_pattern_of_hashes_finds_frames_and_counts_gaps() {
         "every missing number is a gap"
     );
     assert_eq!(
-        sequence.entries[2].path, None,
+        sequence.entry(2).unwrap().path,
+        None,
         "1003 is a gap: the hidden file, the PNG and v004 are not this sequence"
     );
     assert_eq!(
-        sequence.entries[0].path.as_deref(),
+        sequence.path(0),
         Some(dir.join("shot_v003.1001.exr").as_path()),
         "entries hold the files' paths"
     );
@@ -1104,9 +1104,8 @@ fn a_folder_without_numbers_plays_in_natural_order() {
     let dir = TempDir::new("seq-names");
     dir.touch(&["beta.png", "alpha.exr", "gamma.jpg"]);
     let sequence = Sequence::open(&dir.0, None).unwrap();
-    let names: Vec<String> = sequence
-        .entries
-        .iter()
+    let names: Vec<String> = (0..sequence.len())
+        .map(|p| sequence.entry(p).unwrap())
         .map(|e| {
             assert_eq!(e.number, None, "names without numbers carry no number");
             e.path
@@ -1246,10 +1245,8 @@ fn a_sequence_of_real_frames_decodes() {
     }
     let sequence = Sequence::open(&dir.join("comp.####.exr"), None).unwrap();
     assert_eq!(sequence.gaps(), 1, "1003 is a gap");
-    let decoded: Vec<Vec<u8>> = sequence
-        .entries
-        .iter()
-        .filter_map(|e| e.path.as_deref())
+    let decoded: Vec<Vec<u8>> = (0..sequence.len())
+        .filter_map(|p| sequence.path(p))
         .map(|p| decode(p).expect("each frame decodes").data.to_vec())
         .collect();
     let want: Vec<Vec<u8>> = frames.iter().map(|y| half_bytes(y)).collect();

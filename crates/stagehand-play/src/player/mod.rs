@@ -22,7 +22,7 @@ use crate::pattern;
 use crate::render::overlay::Overlay;
 use crate::render::{Display, Renderer, read_texture};
 use crate::source::{
-    self, Frame, FrameInfo, Frames, SampleType, Sequence, SequenceFrames, check_size,
+    self, Frame, FrameInfo, Frames, Gaps, SampleType, Sequence, SequenceFrames, check_size,
 };
 use crate::summary::{
     FrameBufferStats, Millis, PassStats, PlaySummary, Progress, Saved, SavedTick,
@@ -40,7 +40,6 @@ use stagehand_gpu::upload::{
     CopyLayout, EngineConfig, FrameQueue, FrameQueueConfig, Upload, UploadEngine, UploadError,
     UploadStatus, WaitReady,
 };
-use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
@@ -688,7 +687,7 @@ fn open_movie(
         }
     };
     let total = ticks_to_run(options, len as u64, start as u64, windowed);
-    let cache = frame_cache(options, len, HashSet::new(), info.bytes());
+    let cache = frame_cache(options, len, Gaps::none(), info.bytes());
     let movie_start = Some(movie.start_seconds());
     let movie_rate = Some(movie.rate());
     let warnings = movie
@@ -728,12 +727,7 @@ fn open_movie(spec: &Path, _: &PlayOptions, _: bool, _: bool) -> Result<Opened, 
 }
 
 /// The frame cache for `len` positions of at most `largest` bytes.
-fn frame_cache(
-    options: &PlayOptions,
-    len: usize,
-    gaps: HashSet<usize>,
-    largest: usize,
-) -> Arc<FrameCache> {
+fn frame_cache(options: &PlayOptions, len: usize, gaps: Gaps, largest: usize) -> Arc<FrameCache> {
     let read_behind = (options.read_behind * options.fps).ceil() as usize;
     let config = CacheConfig {
         budget: options
@@ -806,15 +800,13 @@ fn open_sequence(
     };
     let total = ticks_to_run(options, len, start as u64, windowed);
     let sequence = Arc::new(sequence);
-    let gaps: HashSet<usize> = sequence
-        .entries
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.path.is_none())
-        .map(|(i, _)| i)
-        .collect();
     let frames: Arc<dyn Frames> = Arc::new(SequenceFrames::new(Arc::clone(&sequence), info));
-    let cache = frame_cache(options, sequence.len(), gaps, largest);
+    let cache = frame_cache(
+        options,
+        sequence.len(),
+        sequence.gap_runs().clone(),
+        largest,
+    );
     Ok(Opened {
         feed: Feed::Frames { frames, cache },
         len: sequence.len(),
@@ -841,7 +833,7 @@ fn probe_all(spec: &Path, sequence: &Sequence) -> Result<(FrameInfo, usize), Pla
     let first_info = source::probe(&first)?;
     let mut info = first_info;
     let mut largest = first_info.bytes();
-    for path in sequence.entries.iter().filter_map(|e| e.path.as_deref()) {
+    for (_, path) in sequence.paths() {
         let got = source::probe(path)?;
         check_size(path, &first_info, &got)?;
         if got.sample.is_float() != first_info.sample.is_float() {
@@ -867,29 +859,21 @@ fn probe_all(spec: &Path, sequence: &Sequence) -> Result<(FrameInfo, usize), Pla
 /// names, or, where names carry none, `n` itself.
 fn seek_position(sequence: &Sequence, n: i64) -> Result<usize, PlayError> {
     let len = sequence.len();
-    sequence
-        .entries
-        .iter()
-        .position(|e| e.number.unwrap_or(-1) == n)
-        .or_else(|| {
-            (sequence.entries.iter().all(|e| e.number.is_none()) && (0..len as i64).contains(&n))
-                .then_some(n as usize)
-        })
-        .ok_or_else(|| {
-            PlayError::InvalidOption(format!(
-                "--seek {n}: the sequence has frames {} to {}",
-                number_of(sequence, 0),
-                number_of(sequence, len.saturating_sub(1))
-            ))
-        })
+    let position = match sequence.number_range() {
+        Some(_) => sequence.position_of(n),
+        None => (0..len as i64).contains(&n).then_some(n as usize),
+    };
+    position.ok_or_else(|| {
+        PlayError::InvalidOption(format!(
+            "--seek {n}: the sequence has frames {} to {}",
+            number_of(sequence, 0),
+            number_of(sequence, len.saturating_sub(1))
+        ))
+    })
 }
 
 fn number_of(sequence: &Sequence, pos: usize) -> i64 {
-    sequence
-        .entries
-        .get(pos)
-        .and_then(|e| e.number)
-        .unwrap_or(pos as i64)
+    sequence.number(pos).unwrap_or(pos as i64)
 }
 
 /// How many ticks a run has: headless, the range from `start` once (or

@@ -4,7 +4,7 @@
 use super::run::Run;
 use super::*;
 use crate::render::Frame;
-use crate::render::overlay::Cell;
+use crate::render::overlay::{Cell, timeline_texels};
 
 /// Where the render loop draws.
 pub(super) enum Output<'s> {
@@ -46,7 +46,7 @@ pub(super) struct Windowed<'s> {
     /// Whether the heads-up display shows.
     pub(super) hud: bool,
     pub(super) info: SurfaceInfo,
-    /// The timeline's cells, as last looked up.
+    /// The timeline's texels, as last looked up.
     pub(super) cells: Vec<Cell>,
     pub(super) cells_at: Option<Instant>,
     pub(super) text_at: Option<Instant>,
@@ -246,29 +246,26 @@ impl Run<'_> {
         let mut changed = false;
         if w.cells_at.is_none_or(|at| now - at >= CELLS_EVERY) {
             w.cells_at = Some(now);
-            let before = std::mem::take(&mut w.cells);
-            w.cells.resize(len, Cell::Empty);
+            let mut held = Vec::new();
+            let mut gaps = Gaps::none();
             if let Feed::Frames { frames, cache } = self.feed {
-                cache.held_positions(|pos| w.cells[pos] = Cell::Ram);
-                for (pos, cell) in w.cells.iter_mut().enumerate() {
-                    if frames.is_gap(pos) {
-                        *cell = Cell::Gap;
-                    }
-                }
+                cache.held_positions(|pos| held.push(pos));
+                gaps = frames.gap_runs();
             }
-            if let Some(tier) = &self.shared.tier {
-                for (pos, cell) in w.cells.iter_mut().enumerate() {
-                    if tier.textures.residency().contains(pos) {
-                        *cell = Cell::Device;
-                    }
-                }
-            }
-            changed |= before != w.cells;
+            let on_device = self
+                .shared
+                .tier
+                .as_ref()
+                .map_or_else(Vec::new, |tier| tier.textures.residency().positions());
+            let cells = timeline_texels(len, &gaps, &held, &on_device);
+            changed |= cells != w.cells;
+            w.cells = cells;
         }
         let playhead = self.screen_position();
         if changed || playhead != w.playhead {
             w.playhead = playhead;
-            w.overlay.set_timeline(gpu, &w.cells, playhead)?;
+            w.overlay
+                .set_timeline_texels(gpu, &w.cells, len, playhead)?;
             changed = true;
         }
         if w.hud && w.text_at.is_none_or(|at| now - at >= TEXT_EVERY) {

@@ -332,9 +332,21 @@ impl Overlay {
         cells: &[Cell],
         playhead: Option<usize>,
     ) -> Result<()> {
-        let texels = bucket(cells);
+        self.set_timeline_texels(gpu, &bucket(cells), cells.len(), playhead)
+    }
+
+    /// The same, for `len` positions already in texels
+    /// ([`timeline_texels`]).
+    pub fn set_timeline_texels(
+        &mut self,
+        gpu: &Gpu,
+        texels: &[Cell],
+        len: usize,
+        playhead: Option<usize>,
+    ) -> Result<()> {
+        debug_assert_eq!(texels.len(), len.min(MAX_TEXELS));
         let mut codes = Box::new([0u8; MAX_TEXELS]);
-        for (code, cell) in codes.iter_mut().zip(&texels) {
+        for (code, cell) in codes.iter_mut().zip(texels) {
             *code = cell.code();
         }
         let count = texels.len() as u32;
@@ -346,9 +358,9 @@ impl Overlay {
             self.write_cells(gpu, &codes, count);
             self.written = Some((codes, count));
         }
-        let last = cells.len().checked_sub(1);
+        let last = len.checked_sub(1);
         self.timeline = Some(Timeline {
-            len: cells.len(),
+            len,
             playhead: playhead.zip(last).map(|(p, last)| p.min(last)),
         });
         Ok(())
@@ -577,6 +589,47 @@ fn bucket(cells: &[Cell]) -> Vec<Cell> {
         *texel = texel.weakest(cell);
     }
     out
+}
+
+/// The texels of a timeline of `len` positions, the same as
+/// [`bucket`] of its cells, from where each state stands: `gaps` as runs,
+/// the positions `held` in RAM, and those `on_device` (the GPU tier; a
+/// position held in both shows as on the device). Its cost follows the
+/// texels, the runs and the positions given, not `len`.
+pub fn timeline_texels(
+    len: usize,
+    gaps: &crate::source::Gaps,
+    held: &[usize],
+    on_device: &[usize],
+) -> Vec<Cell> {
+    let texels = len.min(MAX_TEXELS);
+    let mut device = vec![0usize; texels];
+    let mut ram = vec![0usize; texels];
+    let mut seen = std::collections::HashSet::with_capacity(on_device.len());
+    for &p in on_device.iter().filter(|&&p| p < len) {
+        if seen.insert(p) {
+            device[texel_of(p, len, texels)] += 1;
+        }
+    }
+    for &p in held.iter().filter(|&&p| p < len && !seen.contains(&p)) {
+        ram[texel_of(p, len, texels)] += 1;
+    }
+    (0..texels)
+        .map(|t| {
+            // The positions whose texel is t: from ceil(t len / texels).
+            let start = (t as u128 * len as u128).div_ceil(texels as u128) as usize;
+            let end = ((t as u128 + 1) * len as u128).div_ceil(texels as u128) as usize;
+            if gaps.count_in(start..end) > 0 {
+                Cell::Gap
+            } else if device[t] + ram[t] < end - start {
+                Cell::Empty
+            } else if ram[t] > 0 {
+                Cell::Ram
+            } else {
+                Cell::Device
+            }
+        })
+        .collect()
 }
 
 /// The playhead's columns on a strip `width` pixels wide (at least 1):
@@ -1033,6 +1086,44 @@ mod tests {
         assert_eq!(Cell::Ram.weakest(Cell::Empty), Cell::Empty);
         assert_eq!(Cell::Device.weakest(Cell::Ram), Cell::Ram);
         assert_eq!(Cell::Empty.weakest(Cell::Gap), Cell::Gap);
+    }
+
+    #[test]
+    fn timeline_texels_are_the_buckets_of_every_positions_cell() {
+        use crate::source::Gaps;
+        for len in [1usize, 7, 4_096, 4_097, 10_000, 123_457] {
+            let frames: Vec<usize> = (0..len).filter(|p| p % 97 != 5).collect();
+            let gaps = Gaps::between(frames.iter().copied(), len);
+            let held: Vec<usize> = frames.iter().copied().filter(|p| p % 3 != 0).collect();
+            let on_device: Vec<usize> = frames.iter().copied().filter(|p| p % 5 == 0).collect();
+            let mut cells = vec![Cell::Empty; len];
+            for &p in &held {
+                cells[p] = Cell::Ram;
+            }
+            for &p in &on_device {
+                cells[p] = Cell::Device;
+            }
+            for run in gaps.runs() {
+                cells[run.clone()].fill(Cell::Gap);
+            }
+            assert_eq!(
+                timeline_texels(len, &gaps, &held, &on_device),
+                bucket(&cells),
+                "{len} positions"
+            );
+        }
+        // Ten million positions, two of them frames: a few thousand texels
+        // from one run, no per-position cells.
+        let len = 10_000_000;
+        let gaps = Gaps::between([0, len - 1], len);
+        let texels = timeline_texels(len, &gaps, &[0], &[]);
+        assert_eq!(texels.len(), MAX_TEXELS);
+        assert_eq!(
+            texels[0],
+            Cell::Gap,
+            "position 1 is a gap in the first texel"
+        );
+        assert!(texels.iter().all(|&c| c == Cell::Gap));
     }
 
     #[test]

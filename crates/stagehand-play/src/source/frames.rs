@@ -23,7 +23,14 @@ pub trait Frames: Send + Sync {
     fn is_gap(&self, pos: usize) -> bool;
 
     /// Positions that are gaps.
-    fn gaps(&self) -> usize;
+    fn gaps(&self) -> usize {
+        self.gap_runs().count()
+    }
+
+    /// The gaps, as runs of positions (none for a movie).
+    fn gap_runs(&self) -> super::Gaps {
+        super::Gaps::none()
+    }
 
     /// The number a user knows position `pos` by: the frame number in its
     /// file name, or the position.
@@ -61,31 +68,23 @@ impl Frames for SequenceFrames {
     }
 
     fn is_gap(&self, pos: usize) -> bool {
-        self.sequence
-            .entries
-            .get(pos)
-            .is_none_or(|e| e.path.is_none())
+        self.sequence.path(pos).is_none()
     }
 
     fn gaps(&self) -> usize {
         self.sequence.gaps()
     }
 
+    fn gap_runs(&self) -> super::Gaps {
+        self.sequence.gap_runs().clone()
+    }
+
     fn number(&self, pos: usize) -> i64 {
-        self.sequence
-            .entries
-            .get(pos)
-            .and_then(|e| e.number)
-            .unwrap_or(pos as i64)
+        self.sequence.number(pos).unwrap_or(pos as i64)
     }
 
     fn decode(&self, pos: usize, buffers: &Arc<FrameBuffers>) -> Result<Frame, PlayError> {
-        let Some(path) = self
-            .sequence
-            .entries
-            .get(pos)
-            .and_then(|e| e.path.as_deref())
-        else {
+        let Some(path) = self.sequence.path(pos) else {
             return Err(PlayError::InvalidOption(format!(
                 "position {pos} of the sequence is a gap"
             )));

@@ -14,6 +14,7 @@
 
 mod exr;
 mod frames;
+mod gaps;
 mod image;
 #[cfg(feature = "video")]
 pub mod movie;
@@ -21,6 +22,7 @@ mod natural;
 pub mod sequence;
 
 pub use frames::{Frames, SequenceFrames, check_size};
+pub use gaps::Gaps;
 pub use natural::natural_cmp;
 pub use sequence::{Sequence, SequenceEntry};
 

@@ -67,13 +67,21 @@ pub struct SequenceEntry {
 }
 
 /// Frames in play order, gaps included.
+///
+/// Only the files are stored: a position's number is the first number
+/// plus the position, and its file is found by a binary search, so two
+/// files numbered 0 and 9999999 cost two entries and one run of gaps.
 #[derive(Clone, Debug)]
 pub struct Sequence {
     /// What was opened (a folder or a pattern).
     pub spec: PathBuf,
-    /// One entry per frame number from the first to the last (or per file,
-    /// where names carry no numbers).
-    pub entries: Vec<SequenceEntry>,
+    /// The files in play order: by number, or in natural order where
+    /// names carry no numbers. Every entry has a path.
+    files: Vec<SequenceEntry>,
+    /// Positions, gaps included: the span of the numbers (or the files).
+    len: usize,
+    /// The positions without a file.
+    gaps: super::Gaps,
 }
 
 impl Sequence {
@@ -110,47 +118,125 @@ impl Sequence {
                 }
             }
         };
-        let entries = match files {
+        let files = match files {
             Files::Numbered(files) => numbered_entries(spec, files, range)?,
             Files::Unnumbered(files) => unnumbered_entries(spec, files, range)?,
         };
-        Ok(Self {
+        Ok(Self::of_files(spec, files))
+    }
+
+    /// The sequence of `files`, in play order, all numbered (sorted, apart,
+    /// spanning at most [`MAX_ENTRIES`]) or none.
+    fn of_files(spec: &Path, files: Vec<SequenceEntry>) -> Self {
+        let len = match (files.first(), files.last()) {
+            (Some(first), Some(last)) => match (first.number, last.number) {
+                (Some(first), Some(last)) => (last - first) as usize + 1,
+                _ => files.len(),
+            },
+            _ => 0,
+        };
+        let mut sequence = Self {
             spec: spec.to_owned(),
-            entries,
+            files,
+            len,
+            gaps: super::Gaps::none(),
+        };
+        sequence.gaps = super::Gaps::between(sequence.paths().map(|(pos, _)| pos), len);
+        sequence
+    }
+
+    /// Positions, gaps included.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no positions (never true of an opened sequence).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Positions that are gaps.
+    pub fn gaps(&self) -> usize {
+        self.gaps.count()
+    }
+
+    /// The positions that are gaps, as runs.
+    pub fn gap_runs(&self) -> &super::Gaps {
+        &self.gaps
+    }
+
+    /// Positions that are files.
+    pub fn files(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Each file with its position, in play order.
+    pub fn paths(&self) -> impl Iterator<Item = (usize, &Path)> + '_ {
+        self.files.iter().enumerate().map(|(i, e)| {
+            let pos = match (e.number, self.first_number()) {
+                (Some(n), Some(first)) => (n - first) as usize,
+                _ => i,
+            };
+            (pos, e.path.as_deref().unwrap_or(Path::new("")))
         })
     }
 
-    /// Entries, gaps included.
-    pub fn len(&self) -> usize {
-        self.entries.len()
+    /// Position `pos`: its number (where names carry them) and its file
+    /// (`None` for a gap); `None` past the end.
+    pub fn entry(&self, pos: usize) -> Option<SequenceEntry> {
+        if pos >= self.len {
+            return None;
+        }
+        Some(SequenceEntry {
+            number: self.number(pos),
+            path: self.path(pos).map(Path::to_owned),
+        })
     }
 
-    /// Whether it has no entries (never true of an opened sequence).
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+    /// The file at position `pos`; `None` for a gap or past the end.
+    pub fn path(&self, pos: usize) -> Option<&Path> {
+        let entry = match self.first_number() {
+            Some(first) => {
+                let number = first.checked_add(i64::try_from(pos).ok()?)?;
+                let i = self
+                    .files
+                    .binary_search_by_key(&Some(number), |e| e.number)
+                    .ok()?;
+                &self.files[i]
+            }
+            None => self.files.get(pos)?,
+        };
+        entry.path.as_deref()
     }
 
-    /// Entries that are gaps.
-    pub fn gaps(&self) -> usize {
-        self.entries.iter().filter(|e| e.path.is_none()).count()
+    /// The frame number of position `pos`, where names carry numbers.
+    pub fn number(&self, pos: usize) -> Option<i64> {
+        if pos >= self.len {
+            return None;
+        }
+        self.first_number()?.checked_add(i64::try_from(pos).ok()?)
     }
 
-    /// Entries that are files.
-    pub fn files(&self) -> usize {
-        self.len() - self.gaps()
+    /// The position of frame number `n`, where names carry numbers (a gap
+    /// has a position too).
+    pub fn position_of(&self, n: i64) -> Option<usize> {
+        let (first, last) = self.number_range()?;
+        (first..=last).contains(&n).then(|| (n - first) as usize)
     }
 
     /// The first file (an opened sequence always has one).
     pub fn first_file(&self) -> Option<&Path> {
-        self.entries.iter().find_map(|e| e.path.as_deref())
+        self.files.first()?.path.as_deref()
     }
 
     /// The frame numbers of the first and last entries, where names carry
     /// numbers.
     pub fn number_range(&self) -> Option<(i64, i64)> {
-        let first = self.entries.first()?.number?;
-        let last = self.entries.last()?.number?;
-        Some((first, last))
+        Some((self.files.first()?.number?, self.files.last()?.number?))
+    }
+
+    fn first_number(&self) -> Option<i64> {
+        self.files.first()?.number
     }
 }
 
@@ -468,7 +554,8 @@ fn single_file(path: &Path) -> Result<Files, PlayError> {
     })
 }
 
-/// Entries from the smallest number kept to the largest, gaps included.
+/// The files numbered within `range`, by number; refused where numbers
+/// repeat or span more than [`MAX_ENTRIES`] positions.
 fn numbered_entries(
     spec: &Path,
     mut files: Vec<(i64, PathBuf)>,
@@ -507,16 +594,13 @@ fn numbered_entries(
             spec.display()
         )));
     }
-    let mut entries = Vec::with_capacity(span as usize);
-    let mut files = files.into_iter().peekable();
-    for number in first..=last {
-        let path = files.next_if(|(n, _)| *n == number).map(|(_, p)| p);
-        entries.push(SequenceEntry {
+    Ok(files
+        .into_iter()
+        .map(|(number, path)| SequenceEntry {
             number: Some(number),
-            path,
-        });
-    }
-    Ok(entries)
+            path: Some(path),
+        })
+        .collect())
 }
 
 /// Entries for unnumbered files, a range counting positions from 1.
@@ -667,20 +751,22 @@ mod tests {
                 .map(|&n| (n, PathBuf::from(format!("s.{n:04}.exr"))))
                 .collect()
         };
-        let numbers = |e: &[SequenceEntry]| -> Vec<(i64, bool)> {
-            e.iter()
+        let numbers = |e: Vec<SequenceEntry>| -> Vec<(i64, bool)> {
+            let sequence = Sequence::of_files(spec, e);
+            (0..sequence.len())
+                .map(|p| sequence.entry(p).unwrap())
                 .map(|e| (e.number.unwrap(), e.path.is_some()))
                 .collect()
         };
         let all = numbered_entries(spec, files(&[5, 1, 3]), None).unwrap();
         assert_eq!(
-            numbers(&all),
+            numbers(all),
             [(1, true), (2, false), (3, true), (4, false), (5, true)],
             "every number from the first to the last, gaps where files are missing"
         );
         let trimmed = numbered_entries(spec, files(&[1, 3, 5, 9]), Some((2, 7))).unwrap();
         assert_eq!(
-            numbers(&trimmed),
+            numbers(trimmed),
             [(3, true), (4, false), (5, true)],
             "a range trims to the files it holds"
         );
