@@ -775,6 +775,48 @@ fn tiff_claiming(width: u32, height: u32) -> Vec<u8> {
     tiff
 }
 
+/// Found by the fuzz harness (`tests/fuzz.rs`, seed 7, TIFF case 20424):
+/// a SampleFormat tag with no values made the `tiff` crate index an empty
+/// list, and the player panicked while probing the file.
+#[test]
+fn a_tiff_whose_sample_format_tag_holds_no_value_is_a_decode_error_not_a_panic() {
+    let dir = TempDir::new("tiff-empty-tag");
+    let path = dir.join("empty-tag.tif");
+    let mut tiff = tiff_claiming(4, 4);
+    // An eleventh entry after ExtraSamples (338): SampleFormat (339), a
+    // SHORT, with a count of 0.
+    let count_at = 8;
+    tiff[count_at..count_at + 2].copy_from_slice(&11u16.to_le_bytes());
+    let after_entries = 8 + 2 + 10 * 12;
+    let mut entry = Vec::new();
+    for (v, n) in [(339u32, 2), (3, 2), (0, 4), (0, 4)] {
+        entry.extend_from_slice(&v.to_le_bytes()[..n]);
+    }
+    tiff.splice(after_entries..after_entries, entry);
+    // The offsets the entries give moved by the inserted 12 bytes.
+    let shift = |tiff: &mut Vec<u8>, entry: usize| {
+        let at = 8 + 2 + entry * 12 + 8;
+        let v = u32::from_le_bytes(tiff[at..at + 4].try_into().unwrap()) + 12;
+        tiff[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    };
+    shift(&mut tiff, 2); // BitsPerSample's values
+    shift(&mut tiff, 5); // the strip
+    std::fs::write(&path, &tiff).unwrap();
+    for (what, result) in [
+        ("probing", probe(&path).map(|_| ())),
+        ("decoding", decode(&path).map(|_| ())),
+    ] {
+        match result {
+            Err(PlayError::Decode { path: p, reason }) => {
+                assert_eq!(p, path, "{what}");
+                assert!(reason.contains("decoder failed"), "{what}: {reason}");
+            }
+            Err(PlayError::Unsupported { .. }) => {}
+            other => panic!("{what}: expected a decode error, got {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn a_tiff_claiming_4294967295_pixels_a_side_is_refused_without_overflowing_its_size() {
     let dir = TempDir::new("huge-header");

@@ -15,6 +15,7 @@
 mod exr;
 mod frames;
 mod gaps;
+mod guard;
 mod image;
 #[cfg(feature = "video")]
 pub mod movie;
@@ -125,11 +126,13 @@ pub fn decode_into(
     path: &Path,
     buffers: &std::sync::Arc<FrameBuffers>,
 ) -> Result<Frame, PlayError> {
-    if is_exr(path) {
-        exr::decode(path, buffers)
-    } else {
-        image::decode(path, buffers)
-    }
+    guard::guarded(path, || {
+        if is_exr(path) {
+            exr::decode(path, buffers)
+        } else {
+            image::decode(path, buffers)
+        }
+    })
 }
 
 /// Reads what a file holds (size, channels, sample type) from its header,
@@ -137,11 +140,13 @@ pub fn decode_into(
 /// A frame larger than [`MAX_SIDE`] a side is refused, before its size
 /// is used for anything (decoding refuses it too).
 pub fn probe(path: &Path) -> Result<FrameInfo, PlayError> {
-    if is_exr(path) {
-        exr::probe(path)
-    } else {
-        image::probe(path)
-    }
+    guard::guarded(path, || {
+        if is_exr(path) {
+            exr::probe(path)
+        } else {
+            image::probe(path)
+        }
+    })
 }
 
 /// Longest side of a frame, in pixels: twice what any GPU's textures
