@@ -824,6 +824,33 @@ fn play_with_sound(name: &str, rate: u32, channels: u16) -> Finished {
     done
 }
 
+/// Found by the fuzz harness (`stagehand-play/tests/fuzz.rs`): 787 bytes
+/// of JPEG whose frame header claims 65407x65535 pixels. Decoded, that is
+/// 12.8 GB; the player refuses it when it makes the frame's texture, before
+/// any decoding, in a fraction of a second.
+#[test]
+fn a_787_byte_jpeg_claiming_65407x65535_pixels_is_refused_before_decoding() {
+    let dir = std::env::temp_dir().join(format!("stagehand-jpeg-huge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("huge.jpg");
+    image::RgbImage::from_fn(40, 24, |x, y| image::Rgb([x as u8 * 6, y as u8 * 9, 77]))
+        .save(&path)
+        .unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    // The baseline frame header: marker, length, precision, then height
+    // and width, big-endian.
+    let sof = bytes
+        .windows(2)
+        .position(|w| w == [0xFF, 0xC0])
+        .expect("a baseline JPEG");
+    bytes[sof + 5..sof + 7].copy_from_slice(&65535u16.to_be_bytes());
+    bytes[sof + 7..sof + 9].copy_from_slice(&65407u16.to_be_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let done = play(&[arg(&path), "--headless", "--frames", "1"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_fails(&done, "65407x65535");
+}
+
 #[test]
 fn a_wav_claiming_2147483647_hz_is_refused_before_playing() {
     let done = play_with_sound("wav-rate-huge", 2_147_483_647, 2);
