@@ -10,7 +10,7 @@
 //! functions specialised for each triple: no decision is taken per sample
 //! or per pixel, and the common pairs (RGB8 to RGBA8, RGB16 to RGBA16, grey
 //! to RGBA) move whole words, several pixels at a time, masked with an
-//! opaque alpha ([`fast_path`]). Floats go to
+//! opaque alpha (`fast_path`). Floats go to
 //! half floats a row at a time through the `half` crate's slice conversion
 //! (vectorised where the CPU has F16C).
 //!
