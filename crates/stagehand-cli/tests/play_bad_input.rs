@@ -780,25 +780,11 @@ fn seek_headless_plays_from_that_frame_to_the_end() {
 
 // --audio
 
-/// Writes a 4 KB 16-bit PCM WAV whose header claims `rate` Hz and
+/// Writes a WAV of about 4 KB whose header claims `rate` Hz and
 /// `channels` channels, whatever they are.
 fn write_wav_claiming(path: &Path, rate: u32, channels: u16) {
-    let data = vec![0u8; 4096 - 44];
-    let block = u32::from(channels) * 2;
-    let mut bytes = Vec::with_capacity(4096);
-    bytes.extend_from_slice(b"RIFF");
-    bytes.extend_from_slice(&(36 + data.len() as u32).to_le_bytes());
-    bytes.extend_from_slice(b"WAVEfmt ");
-    bytes.extend_from_slice(&16u32.to_le_bytes());
-    bytes.extend_from_slice(&1u16.to_le_bytes());
-    bytes.extend_from_slice(&channels.to_le_bytes());
-    bytes.extend_from_slice(&rate.to_le_bytes());
-    bytes.extend_from_slice(&rate.wrapping_mul(block).to_le_bytes());
-    bytes.extend_from_slice(&(block as u16).to_le_bytes());
-    bytes.extend_from_slice(&16u16.to_le_bytes());
-    bytes.extend_from_slice(b"data");
-    bytes.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    bytes.extend_from_slice(&data);
+    let frames = (4096 - 44) / (2 * u32::from(channels.max(1)));
+    let bytes = stagehand_play::testdata::wav_bytes(rate, channels, frames);
     std::fs::write(path, bytes).expect("the WAV file is written");
 }
 

@@ -240,3 +240,29 @@ where
         .from_file(path)?;
     Ok(image.layer_data.channel_data.pixels.1.len() * std::mem::size_of::<T>())
 }
+
+/// A 16-bit PCM WAV file of `frames` frames of a quiet ramp whose header
+/// says `rate` and `channels`, whatever they are (the hostile headers the
+/// sound probe must refuse are made with this too).
+pub fn wav_bytes(rate: u32, channels: u16, frames: u32) -> Vec<u8> {
+    let data_len = frames.saturating_mul(u32::from(channels)).saturating_mul(2);
+    let mut bytes = Vec::with_capacity(44 + data_len as usize);
+    bytes.extend_from_slice(b"RIFF");
+    bytes.extend_from_slice(&data_len.saturating_add(36).to_le_bytes());
+    bytes.extend_from_slice(b"WAVEfmt ");
+    bytes.extend_from_slice(&16u32.to_le_bytes());
+    bytes.extend_from_slice(&1u16.to_le_bytes());
+    bytes.extend_from_slice(&channels.to_le_bytes());
+    bytes.extend_from_slice(&rate.to_le_bytes());
+    let block = u32::from(channels) * 2;
+    bytes.extend_from_slice(&rate.wrapping_mul(block).to_le_bytes());
+    bytes.extend_from_slice(&(block as u16).to_le_bytes());
+    bytes.extend_from_slice(&16u16.to_le_bytes());
+    bytes.extend_from_slice(b"data");
+    bytes.extend_from_slice(&data_len.to_le_bytes());
+    for i in 0..data_len / 2 {
+        let s = ((i % 64) as i16 - 32) * 64;
+        bytes.extend_from_slice(&s.to_le_bytes());
+    }
+    bytes
+}

@@ -103,25 +103,22 @@ fn mutate(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
             }
             // Cut short.
             1 => out.truncate(at),
-            // A 32-bit field, either byte order.
-            2 => {
-                let v = *rng.pick(&EDGES) as u32;
-                let bytes = if rng.below(2) == 0 {
-                    v.to_be_bytes()
-                } else {
-                    v.to_le_bytes()
-                };
-                write_at(&mut out, at, &bytes);
-            }
-            // A 64-bit field.
-            3 => {
+            // A 32- or 64-bit field, either byte order (a 32-bit one is
+            // the low half of the value: 2^63 becomes 0).
+            kind @ (2 | 3) => {
                 let v = *rng.pick(&EDGES);
-                let bytes = if rng.below(2) == 0 {
+                let big = rng.below(2) == 0;
+                let bytes = if big {
                     v.to_be_bytes()
                 } else {
                     v.to_le_bytes()
                 };
-                write_at(&mut out, at, &bytes);
+                let bytes = match (kind, big) {
+                    (3, _) => &bytes[..],
+                    (_, true) => &bytes[4..],
+                    (_, false) => &bytes[..4],
+                };
+                write_at(&mut out, at, bytes);
             }
             // Bytes inserted.
             4 => {
@@ -366,33 +363,11 @@ fn seeds(dir: &Path) -> Vec<Seed> {
     seeds.push(Seed {
         name: "wav",
         ext: "wav",
-        bytes: wav(48_000, 2, 4_800),
+        bytes: stagehand_play::testdata::wav_bytes(48_000, 2, 4_800),
         opener: Opener::Sound,
     });
     seeds.extend(movie_seeds(dir));
     seeds
-}
-
-/// A 16-bit PCM WAV of a ramp.
-fn wav(rate: u32, channels: u16, frames: u32) -> Vec<u8> {
-    let data = frames * u32::from(channels) * 2;
-    let mut b = Vec::new();
-    b.extend_from_slice(b"RIFF");
-    b.extend_from_slice(&(36 + data).to_le_bytes());
-    b.extend_from_slice(b"WAVEfmt ");
-    b.extend_from_slice(&16u32.to_le_bytes());
-    b.extend_from_slice(&1u16.to_le_bytes());
-    b.extend_from_slice(&channels.to_le_bytes());
-    b.extend_from_slice(&rate.to_le_bytes());
-    b.extend_from_slice(&(rate * u32::from(channels) * 2).to_le_bytes());
-    b.extend_from_slice(&(channels * 2).to_le_bytes());
-    b.extend_from_slice(&16u16.to_le_bytes());
-    b.extend_from_slice(b"data");
-    b.extend_from_slice(&data.to_le_bytes());
-    for i in 0..frames * u32::from(channels) {
-        b.extend_from_slice(&((i % 2000) as i16 * 16).to_le_bytes());
-    }
-    b
 }
 
 #[cfg(feature = "video")]

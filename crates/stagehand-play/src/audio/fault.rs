@@ -84,29 +84,10 @@ impl Sink for FaultSink {
     }
 }
 
-/// Writes a PCM WAV file of `frames` frames of a quiet tone whose header
-/// says `rate` and `channels`, whatever they are: the hostile headers the
-/// probe must refuse are written with this too.
+/// Writes a PCM WAV file of `frames` frames whose header says `rate` and
+/// `channels`, whatever they are ([`crate::testdata::wav_bytes`]).
 pub(super) fn write_wav(path: &std::path::Path, rate: u32, channels: u16, frames: u32) {
-    let data_len = frames * u32::from(channels) * 2;
-    let mut bytes = Vec::with_capacity(44 + data_len as usize);
-    bytes.extend_from_slice(b"RIFF");
-    bytes.extend_from_slice(&(36 + data_len).to_le_bytes());
-    bytes.extend_from_slice(b"WAVEfmt ");
-    bytes.extend_from_slice(&16u32.to_le_bytes());
-    bytes.extend_from_slice(&1u16.to_le_bytes());
-    bytes.extend_from_slice(&channels.to_le_bytes());
-    bytes.extend_from_slice(&rate.to_le_bytes());
-    let block = u32::from(channels) * 2;
-    bytes.extend_from_slice(&rate.wrapping_mul(block).to_le_bytes());
-    bytes.extend_from_slice(&(block as u16).to_le_bytes());
-    bytes.extend_from_slice(&16u16.to_le_bytes());
-    bytes.extend_from_slice(b"data");
-    bytes.extend_from_slice(&data_len.to_le_bytes());
-    for i in 0..frames * u32::from(channels) {
-        let s = ((i % 64) as i16 - 32) * 64;
-        bytes.extend_from_slice(&s.to_le_bytes());
-    }
+    let bytes = crate::testdata::wav_bytes(rate, channels, frames);
     std::fs::write(path, bytes).expect("the WAV file is written");
 }
 
