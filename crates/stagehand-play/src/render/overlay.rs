@@ -592,7 +592,7 @@ fn bucket(cells: &[Cell]) -> Vec<Cell> {
 }
 
 /// The texels of a timeline of `len` positions, the same as
-/// [`bucket`] of its cells, from where each state stands: `gaps` as runs,
+/// `bucket` of its cells, from where each state stands: `gaps` as runs,
 /// the positions `held` in RAM, and those `on_device` (the GPU tier; a
 /// position held in both shows as on the device). Its cost follows the
 /// texels, the runs and the positions given, not `len`.
