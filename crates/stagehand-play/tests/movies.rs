@@ -445,6 +445,43 @@ fn a_file_that_is_not_a_movie_is_a_decode_error() {
     assert!(err.to_string().contains("not a movie"), "{err}");
 }
 
+/// Found by the fuzz harness (`tests/fuzz.rs`, seed 11): ProRes copies
+/// its frame header's matrix byte into the frame's colour-space tag as it
+/// is, and reading a value outside FFmpeg's list through ffmpeg-next's
+/// enum crashed the player (a segmentation fault). Such a frame is
+/// untagged: it plays, converted as an untagged frame of its size.
+#[test]
+fn a_prores_frame_tagged_with_an_unknown_matrix_plays_as_untagged() {
+    if !has_ffmpeg("a_prores_frame_tagged_with_an_unknown_matrix_plays_as_untagged") {
+        return;
+    }
+    let dir = temp_dir("prores-unknown-matrix");
+    let good = movie(
+        &dir,
+        "good.mov",
+        "64x48",
+        "yuv422p10le",
+        4,
+        "-c:v prores_ks -profile:v 3",
+    );
+    let mut bytes = std::fs::read(&good).unwrap();
+    // Each frame: its size, `icpf`, then the frame header, whose byte 16
+    // is the matrix (colour space) code.
+    let mut at = 0;
+    let mut frames = 0;
+    while let Some(i) = bytes[at..].windows(4).position(|w| w == b"icpf") {
+        let matrix = at + i + 4 + 16;
+        bytes[matrix] = 200;
+        frames += 1;
+        at = matrix;
+    }
+    assert_eq!(frames, 48, "every frame's header was found");
+    let bad = dir.join("unknown-matrix.mov");
+    std::fs::write(&bad, &bytes).unwrap();
+    let summary = run(&options(&bad, (64, 48), vec![0])).expect("it plays");
+    assert_eq!(summary.frames.shown, FRAMES, "{summary:?}");
+}
+
 #[test]
 fn a_missing_movie_is_an_io_error() {
     let err = run(&options(

@@ -52,24 +52,41 @@ pub(super) fn describe(frame: &ffmpeg::frame::Video) -> Result<FrameInfo, String
     if width == 0 || height == 0 {
         return Err(format!("a decoded picture of {width}x{height}"));
     }
-    use ffmpeg::color::Space;
-    let matrix = match frame.color_space() {
-        Space::BT709 => Matrix::Bt709,
-        Space::BT470BG | Space::SMPTE170M | Space::FCC => Matrix::Bt601,
-        Space::BT2020NCL | Space::BT2020CL => Matrix::Bt2020,
+    let tags = Tags::of(frame);
+    use ffmpeg::ffi::{AVChromaLocation as L, AVColorRange as R, AVColorSpace as S};
+    let matrix = match tags.space {
+        v if v == S::AVCOL_SPC_BT709 as i32 => Matrix::Bt709,
+        v if [
+            S::AVCOL_SPC_BT470BG,
+            S::AVCOL_SPC_SMPTE170M,
+            S::AVCOL_SPC_FCC,
+        ]
+        .iter()
+        .any(|&s| v == s as i32) =>
+        {
+            Matrix::Bt601
+        }
+        v if v == S::AVCOL_SPC_BT2020_NCL as i32 || v == S::AVCOL_SPC_BT2020_CL as i32 => {
+            Matrix::Bt2020
+        }
         _ => Matrix::untagged(width, height),
     };
-    let range = match frame.color_range() {
-        ffmpeg::color::Range::JPEG => Range::Full,
-        ffmpeg::color::Range::MPEG => Range::Limited,
+    let range = match tags.range {
+        v if v == R::AVCOL_RANGE_JPEG as i32 => Range::Full,
+        v if v == R::AVCOL_RANGE_MPEG as i32 => Range::Limited,
         _ if full => Range::Full,
         _ => Range::Limited,
     };
-    use ffmpeg::chroma::Location;
-    let siting = match frame.chroma_location() {
-        Location::Left | Location::BottomLeft => Siting::Left,
-        Location::Center | Location::Bottom => Siting::Center,
-        Location::TopLeft | Location::Top => Siting::TopLeft,
+    let siting = match tags.siting {
+        v if v == L::AVCHROMA_LOC_LEFT as i32 || v == L::AVCHROMA_LOC_BOTTOMLEFT as i32 => {
+            Siting::Left
+        }
+        v if v == L::AVCHROMA_LOC_CENTER as i32 || v == L::AVCHROMA_LOC_BOTTOM as i32 => {
+            Siting::Center
+        }
+        v if v == L::AVCHROMA_LOC_TOPLEFT as i32 || v == L::AVCHROMA_LOC_TOP as i32 => {
+            Siting::TopLeft
+        }
         _ if full && chroma == Chroma::S420 => Siting::Center,
         _ => Siting::Left,
     };
@@ -149,6 +166,39 @@ pub(super) fn pack(
         info,
         data: buffer.freeze(),
     })
+}
+
+/// A decoded frame's colour tags, as the integers FFmpeg keeps them in.
+///
+/// A decoder may copy any byte of a file into these fields (ProRes copies
+/// its frame header's matrix byte as it is), while ffmpeg-next reads them
+/// as Rust enums, and a value outside the enum is undefined behaviour
+/// there: a mutated ProRes file crashed the player inside
+/// `Video::color_space` (found by `tests/fuzz.rs`, seed 11). Read as
+/// integers, a value the player does not know is simply untagged.
+struct Tags {
+    space: i32,
+    range: i32,
+    siting: i32,
+}
+
+impl Tags {
+    #[allow(unsafe_code)] // three integer reads of FFmpeg's frame; see above
+    fn of(frame: &ffmpeg::frame::Video) -> Self {
+        // SAFETY: `as_ptr` is the decoder's live AVFrame, borrowed for this
+        // call. Each field is a C enum, stored as an int: it is read through
+        // a pointer to i32, never as the Rust enum type.
+        unsafe {
+            let f = frame.as_ptr();
+            Self {
+                space: std::ptr::addr_of!((*f).colorspace).cast::<i32>().read(),
+                range: std::ptr::addr_of!((*f).color_range).cast::<i32>().read(),
+                siting: std::ptr::addr_of!((*f).chroma_location)
+                    .cast::<i32>()
+                    .read(),
+            }
+        }
+    }
 }
 
 #[cfg(test)]
