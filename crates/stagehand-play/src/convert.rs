@@ -99,6 +99,9 @@ type RowFn = fn(&[u8], &mut [u8]);
 
 /// The converter for frames like `info` into `texture`, chosen once.
 fn row_converter(info: &FrameInfo, texture: wgpu::TextureFormat) -> RowFn {
+    if let Some(fast) = fast_path(info, texture) {
+        return fast;
+    }
     match texture {
         wgpu::TextureFormat::Rgba8Unorm => by_source::<u8>(info),
         wgpu::TextureFormat::Rgba16Unorm => by_source::<u16>(info),
@@ -111,9 +114,6 @@ fn row_converter(info: &FrameInfo, texture: wgpu::TextureFormat) -> RowFn {
 }
 
 fn by_source<T: Target>(info: &FrameInfo) -> RowFn {
-    if let Some(fast) = fast_path(info, T::SIZE) {
-        return fast;
-    }
     match info.sample {
         SampleType::U8 => by_channels::<u8, T>(info.channels),
         SampleType::U16 => by_channels::<u16, T>(info.channels),
@@ -145,15 +145,18 @@ fn by_channels_f32_to_half(channels: u8) -> RowFn {
 /// moved and masked, several pixels at once, instead of a sample at a
 /// time. `None` for every other pair (and on big-endian machines, where
 /// the word layouts below do not hold).
-fn fast_path(info: &FrameInfo, target_size: usize) -> Option<RowFn> {
+fn fast_path(info: &FrameInfo, texture: wgpu::TextureFormat) -> Option<RowFn> {
+    use wgpu::TextureFormat::{Rgba8Unorm, Rgba16Unorm};
     if cfg!(target_endian = "big") {
         return None;
     }
-    match (info.sample, info.channels, target_size) {
-        (SampleType::U8, 3, 1) => Some(rgb8_to_rgba8),
-        (SampleType::U8, 1, 1) => Some(grey8_to_rgba8),
-        (SampleType::U16, 3, 2) => Some(rgb16_to_rgba16),
-        (SampleType::U16, 1, 2) => Some(grey16_to_rgba16),
+    // Only into textures of the same integer samples: a 16-bit source
+    // into half floats converts every sample.
+    match (info.sample, info.channels, texture) {
+        (SampleType::U8, 3, Rgba8Unorm) => Some(rgb8_to_rgba8),
+        (SampleType::U8, 1, Rgba8Unorm) => Some(grey8_to_rgba8),
+        (SampleType::U16, 3, Rgba16Unorm) => Some(rgb16_to_rgba16),
+        (SampleType::U16, 1, Rgba16Unorm) => Some(grey16_to_rgba16),
         _ => None,
     }
 }
@@ -523,6 +526,24 @@ mod tests {
                 "{sample:?} x{channels} into {texture:?}"
             );
         }
+    }
+
+    #[test]
+    fn sixteen_bit_rgb_and_grey_into_half_floats_are_converted_not_copied() {
+        // Half floats are two bytes too, but 65535 is not a half float's
+        // 1.0 (its bits are a NaN): these take the sample-by-sample path.
+        let half = wgpu::TextureFormat::Rgba16Float;
+        let rgb = frame(2, 3, SampleType::U16, u16s(&[65535, 0, 32768, 1, 2, 3]));
+        let got = texels(&rgb, half);
+        let want: Vec<u8> = [1.0f32, 0.0, 32768.0 / 65535.0, 1.0]
+            .iter()
+            .chain(&[1.0 / 65535.0, 2.0 / 65535.0, 3.0 / 65535.0, 1.0])
+            .flat_map(|&v| f16::from_f32(v).to_bits().to_ne_bytes())
+            .collect();
+        assert_eq!(got, want);
+        let grey = frame(1, 1, SampleType::U16, u16s(&[65535]));
+        let one = f16::ONE.to_bits().to_ne_bytes();
+        assert_eq!(texels(&grey, half), one.repeat(4));
     }
 
     #[test]

@@ -163,6 +163,8 @@ fn fix_png_checksums(bytes: &mut [u8]) {
 
 /// What a case is opened as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// Without the video feature there are no movie or sound seeds.
+#[cfg_attr(not(feature = "video"), allow(dead_code))]
 enum Opener {
     /// An image file: probed, then decoded, as a sequence's frame is.
     Image,
@@ -202,16 +204,24 @@ fn open(opener: Opener, path: &Path, buffers: &Arc<FrameBuffers>) -> Result<Stri
             Ok(format!("{}x{}", info.width, info.height))
         }
         Opener::Movie => open_movie(path),
-        Opener::Sound => {
-            let probed = stagehand_play::audio::AudioSource::probe(path)?;
-            Ok(if probed.is_some() {
-                "sound"
-            } else {
-                "no sound"
-            }
-            .into())
-        }
+        Opener::Sound => open_sound(path),
     }
+}
+
+#[cfg(feature = "video")]
+fn open_sound(path: &Path) -> Result<String, PlayError> {
+    let probed = stagehand_play::audio::AudioSource::probe(path)?;
+    Ok(if probed.is_some() {
+        "sound"
+    } else {
+        "no sound"
+    }
+    .into())
+}
+
+#[cfg(not(feature = "video"))]
+fn open_sound(_path: &Path) -> Result<String, PlayError> {
+    unreachable!("sound seeds are written only with the video feature")
 }
 
 #[cfg(feature = "video")]
@@ -360,12 +370,16 @@ fn seeds(dir: &Path) -> Vec<Seed> {
             .unwrap()
         }));
     }
-    seeds.push(Seed {
-        name: "wav",
-        ext: "wav",
-        bytes: stagehand_play::testdata::wav_bytes(48_000, 2, 4_800),
-        opener: Opener::Sound,
-    });
+    if cfg!(feature = "video") {
+        seeds.push(Seed {
+            name: "wav",
+            ext: "wav",
+            bytes: stagehand_play::testdata::wav_bytes(48_000, 2, 4_800),
+            opener: Opener::Sound,
+        });
+    } else {
+        eprintln!("SKIPPED the sound seed: sound files are read by FFmpeg (the video feature)");
+    }
     seeds.extend(movie_seeds(dir));
     seeds
 }
