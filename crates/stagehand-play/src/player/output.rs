@@ -247,7 +247,7 @@ impl Run<'_> {
         if w.cells_at.is_none_or(|at| now - at >= CELLS_EVERY) {
             w.cells_at = Some(now);
             let mut held = Vec::new();
-            let mut gaps = Gaps::none();
+            let mut gaps = &Gaps::NONE;
             if let Feed::Frames { frames, cache } = self.feed {
                 cache.held_positions(|pos| held.push(pos));
                 gaps = frames.gap_runs();
@@ -257,7 +257,7 @@ impl Run<'_> {
                 .tier
                 .as_ref()
                 .map_or_else(Vec::new, |tier| tier.textures.residency().positions());
-            let cells = timeline_texels(len, &gaps, &held, &on_device);
+            let cells = timeline_texels(len, gaps, &held, &on_device);
             changed |= cells != w.cells;
             w.cells = cells;
         }

@@ -28,8 +28,9 @@ pub trait Frames: Send + Sync {
     }
 
     /// The gaps, as runs of positions (none for a movie).
-    fn gap_runs(&self) -> super::Gaps {
-        super::Gaps::none()
+    fn gap_runs(&self) -> &super::Gaps {
+        const NONE: &super::Gaps = &super::Gaps::NONE;
+        NONE
     }
 
     /// The number a user knows position `pos` by: the frame number in its
@@ -75,8 +76,8 @@ impl Frames for SequenceFrames {
         self.sequence.gaps()
     }
 
-    fn gap_runs(&self) -> super::Gaps {
-        self.sequence.gap_runs().clone()
+    fn gap_runs(&self) -> &super::Gaps {
+        self.sequence.gap_runs()
     }
 
     fn number(&self, pos: usize) -> i64 {

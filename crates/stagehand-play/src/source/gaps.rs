@@ -14,8 +14,14 @@ pub struct Gaps {
 
 impl Gaps {
     /// No gaps.
+    pub const NONE: Gaps = Gaps {
+        runs: Vec::new(),
+        count: 0,
+    };
+
+    /// No gaps.
     pub fn none() -> Self {
-        Self::default()
+        Self::NONE
     }
 
     /// The gaps between `frames`, positions (sorted, distinct) that hold a
