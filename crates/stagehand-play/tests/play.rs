@@ -452,3 +452,52 @@ fn a_looped_realtime_sequence_that_skips_on_its_first_pass_keeps_every_frame_it_
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The nice value in a `/proc` task's `stat` file.
+#[cfg(target_os = "linux")]
+fn nice_in(stat: &Path) -> i64 {
+    let stat = std::fs::read_to_string(stat).unwrap();
+    // Fields after the command's closing parenthesis: state is the 3rd
+    // field of the line, nice the 19th.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    rest.split_whitespace().nth(16).unwrap().parse().unwrap()
+}
+
+/// The nice value of each of this process's threads named `prefix…`.
+#[cfg(target_os = "linux")]
+fn nice_of_threads(prefix: &str) -> Vec<i64> {
+    let mut found = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.starts_with(prefix) {
+            found.push(nice_in(&task.path().join("stat")));
+        }
+    }
+    found
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_players_upload_workers_do_not_run_below_the_render_thread() {
+    // An upload worker submits to the device queue and holds the driver's
+    // locks while it does (on GL, the one context every thread shares).
+    // Below the render thread, the scheduler ranks it with the decoders,
+    // and the render thread waits on a lock held by a thread that is not
+    // running: on llvmpipe a 4K H.264 movie dropped 1-17 frames of 96 in
+    // a window that way, and none with the workers at the render thread's
+    // priority.
+    let gpu = Arc::new(gpu());
+    let _engine = UploadEngine::new(gpu, engine_config(2)).unwrap();
+    // This thread builds the engine and draws, as a player's render
+    // thread does.
+    let render = nice_in(Path::new("/proc/thread-self/stat"));
+    let workers = nice_of_threads("stagehand-uploa");
+    // Other tests' engines may be running too: every one is a player's.
+    assert!(!workers.is_empty(), "no upload worker found");
+    for nice in workers {
+        assert!(
+            nice <= render,
+            "an upload worker runs at nice {nice}, below the render thread's {render}"
+        );
+    }
+}

@@ -75,7 +75,11 @@ use std::time::Duration;
 /// [`UploadPriority`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ThreadPriority {
-    /// Below the render thread: uploads yield the CPU.
+    /// Below the render thread: uploads yield the CPU. A worker also
+    /// submits to the device queue, holding the driver's locks while it
+    /// does; where the render thread submits on the same device (a
+    /// player), a low worker can leave it waiting on a lock held by a
+    /// thread that is not running: keep such workers `Normal`.
     Low,
     /// The OS default.
     #[default]
