@@ -268,6 +268,7 @@ impl PlayArgs {
         // A movie's header is read once for its rate.
         let fps = self.rate();
         let options = PlayOptions {
+            remote: None,
             source: self.source.clone(),
             range: self.range,
             fps,
@@ -383,7 +384,9 @@ pub fn run(args: &PlayArgs) -> Result<(), Failure> {
     options.timeline = timeline.clone();
     let config = stagehand_gpu::upload::EngineConfig {
         timeline: timeline.clone(),
-        ..stagehand_play::engine_config(args.threads)
+        // One transfer worker, whatever the decode threads: see
+        // `engine_config`.
+        ..stagehand_play::engine_config(1)
     };
     let engine = UploadEngine::new(Arc::clone(&gpu), config).map_err(PlayError::from)?;
     // A window with no end but the user's has no progress to show but its
