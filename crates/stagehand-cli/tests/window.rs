@@ -958,3 +958,41 @@ fn auto_without_a_display_plays_headless() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["playback"]["output"], "offscreen");
 }
+
+fn resized_again_and_again_while_playing(backend: &str) {
+    // A window resized while frames upload: the surface must be configured
+    // while an upload worker submits (the device does not come idle), and
+    // the window may change size again between the configure and the
+    // draw. Either ended playback with an error before.
+    let Some(x) = Xvfb::start(&format!("resizes on {backend}")) else {
+        return;
+    };
+    let dir = write_sequence(&format!("resizes-{backend}"));
+    let player = Player::launch(
+        &x,
+        backend,
+        &[
+            dir.to_str().unwrap(),
+            "--window",
+            "--loop",
+            "--output-size",
+            "320x240",
+            "--json",
+        ],
+    );
+    for i in 0..60u32 {
+        let (w, h) = (200 + (i * 37) % 500, 150 + (i * 53) % 350);
+        x.xdotool(&["windowsize", &player.window, &w.to_string(), &h.to_string()]);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    x.xdotool(&["windowclose", &player.window]);
+    let out = player.finish_ok();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["playback"]["frames"]["failed"], 0, "{report}");
+}
+
+on_both_adapters!(
+    resized_again_and_again_while_playing:
+    a_window_resized_again_and_again_while_playing_keeps_playing_on_lavapipe,
+    a_window_resized_again_and_again_while_playing_keeps_playing_on_llvmpipe
+);

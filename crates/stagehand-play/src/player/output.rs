@@ -161,7 +161,21 @@ impl Run<'_> {
             ..Default::default()
         });
         let size = (frame.texture.width(), frame.texture.height());
-        renderer.draw_to(gpu, Some((&view, size)), picture, Some((&w.overlay, w.hud)))?;
+        let drawn = renderer.draw_to(gpu, Some((&view, size)), picture, Some((&w.overlay, w.hud)));
+        if let Err(e) = drawn {
+            // The window was resized again after the surface was
+            // configured: a swapchain that follows the window (lavapipe's
+            // on X11) gave an image of the new size, and a draw laid out
+            // for the configured one fails validation. Not presented; the
+            // surface is configured afresh for the next frame. Any other
+            // failure ends playback.
+            w.screen.pump(Duration::ZERO);
+            if w.screen.size() == size {
+                return Err(e.into());
+            }
+            w.screen.mark_stale();
+            return Ok(None);
+        }
         let presenting = Instant::now();
         gpu.queue().present(frame);
         let now = Instant::now();

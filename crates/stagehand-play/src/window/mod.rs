@@ -331,8 +331,7 @@ impl Screen {
             },
         };
         if w > 0 && h > 0 {
-            gpu.device()
-                .catch(|| surface.configure(gpu.device(), &config))
+            configure(gpu, &surface, &config)
                 .map_err(|e| PlayError::NoDisplay(format!("cannot present to the window: {e}")))?;
         }
         self.present = Some(Present::Surface(Surface { surface, config }));
@@ -478,6 +477,14 @@ impl Screen {
     }
 
     /// Fullscreen on or off.
+    /// Asks the window system for an inner size of `size` pixels (it
+    /// answers with a resize event, perhaps of another size).
+    pub(crate) fn request_size(&mut self, size: (u32, u32)) {
+        if let Some(window) = &self.app.window {
+            let _ = window.request_inner_size(PhysicalSize::new(size.0.max(1), size.1.max(1)));
+        }
+    }
+
     pub(crate) fn toggle_fullscreen(&mut self) {
         self.fullscreen = !self.fullscreen;
         if let Some(window) = &self.app.window {
@@ -526,6 +533,11 @@ impl Screen {
         None
     }
 
+    /// Configures the surface afresh before the next frame.
+    pub(crate) fn mark_stale(&mut self) {
+        self.app.resized = true;
+    }
+
     fn reconfigure(&mut self, gpu: &Gpu) {
         let (w, h) = self.app.size();
         if let Some(Present::Surface(s)) = &mut self.present
@@ -534,9 +546,10 @@ impl Screen {
         {
             s.config.width = w;
             s.config.height = h;
-            let _ = gpu
-                .device()
-                .catch(|| s.surface.configure(gpu.device(), &s.config));
+            if configure(gpu, &s.surface, &s.config).is_err() {
+                // Tried again before the next frame.
+                self.app.resized = true;
+            }
         }
     }
 
@@ -551,6 +564,30 @@ impl Screen {
         }
         self.reconfigure(gpu);
     }
+}
+
+/// Configures `surface`, trying again a few times: the device must come
+/// idle first, and it fails to whenever another thread submits meanwhile
+/// (an upload worker, another player on the same device), which is
+/// transient.
+fn configure(
+    gpu: &Gpu,
+    surface: &wgpu::Surface<'static>,
+    config: &wgpu::SurfaceConfiguration,
+) -> Result<(), String> {
+    const TRIES: u32 = 20;
+    let mut last = String::new();
+    for _ in 0..TRIES {
+        match gpu
+            .device()
+            .catch(|| surface.configure(gpu.device(), config))
+        {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e,
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Err(format!("{last} ({TRIES} tries)"))
 }
 
 /// Fails at once where no display is named: winit would otherwise try,
