@@ -40,5 +40,5 @@ pub use source::natural_cmp;
 pub use summary::{
     AudioSummary, FrameBufferStats, Millis, PassStats, PlaySummary, Progress, Saved, SavedTick,
 };
-pub use transport::Command;
+pub use transport::{Command, Remote};
 pub use window::{PresentChoice, Screen, WindowOptions};

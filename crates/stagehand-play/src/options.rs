@@ -118,8 +118,12 @@ pub struct PlayOptions {
     /// The frame to start at: a frame number of the sequence (its
     /// position, for names without numbers or synthetic frames).
     pub seek: Option<i64>,
-    /// Start paused on the first frame (a window only).
+    /// Start paused on the first frame (a window, or a run with a
+    /// [`remote`](Self::remote) to resume it).
     pub start_paused: bool,
+    /// Commands from outside the player while it runs (beside a window's
+    /// keys); `None`: none.
+    pub remote: Option<crate::transport::Remote>,
     /// How a window's surface presents.
     pub present: crate::window::PresentChoice,
     /// Sound: a file beside the pictures, an offset, mute, the output.
@@ -150,6 +154,7 @@ impl Default for PlayOptions {
             timeline: None,
             seek: None,
             start_paused: false,
+            remote: None,
             present: crate::window::PresentChoice::Auto,
             audio: crate::audio::AudioOptions::default(),
         }

@@ -32,6 +32,9 @@ pub enum Command {
     ToggleFullscreen,
     /// Heads-up display on or off.
     ToggleHud,
+    /// Ask the window for this inner size, in pixels (a script's resize;
+    /// the window system may give another). Nothing headless.
+    Resize(u32, u32),
     /// End playback.
     Quit,
 }
@@ -41,6 +44,32 @@ impl Command {
     /// it is (a later one of these makes an earlier one moot).
     fn is_absolute(self) -> bool {
         matches!(self, Self::First | Self::Last | Self::Seek(_))
+    }
+}
+
+/// Commands for a player from outside it (a script, a test, another
+/// thread): clone it into [`PlayOptions::remote`](crate::PlayOptions) and
+/// [`send`](Self::send) while playback runs. The render loop takes them
+/// with the window's own, between ticks (headless, at each tick's time).
+#[derive(Clone, Debug, Default)]
+pub struct Remote {
+    waiting: std::sync::Arc<Mutex<Vec<Command>>>,
+}
+
+impl Remote {
+    /// A remote with nothing sent yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sends `command`; it runs between the player's next ticks.
+    pub fn send(&self, command: Command) {
+        self.waiting.lock().push(command);
+    }
+
+    /// The commands sent since the last call, oldest first.
+    pub(crate) fn take(&self) -> Vec<Command> {
+        std::mem::take(&mut *self.waiting.lock())
     }
 }
 

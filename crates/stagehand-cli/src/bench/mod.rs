@@ -7,6 +7,7 @@
 mod cuda;
 mod play;
 mod pool;
+mod soak;
 mod stats;
 mod sync;
 mod tracking;
@@ -52,6 +53,12 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 48,
           value_parser = RangedU64ValueParser::<u32>::new().range(2..=1000))]
     length: u32,
+    /// soak: minutes to run, 0.2 to 1440 (60 for the hour).
+    #[arg(long, default_value_t = 60.0, value_parser = parse_minutes)]
+    minutes: f64,
+    /// soak: seeds the seeks, steps, pauses and resizes it sends.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
     /// sync: seconds of the movie (600 for ten minutes), 1 to 600.
     #[arg(long, default_value_t = 10,
           value_parser = RangedU64ValueParser::<u32>::new().range(1..=600))]
@@ -107,6 +114,12 @@ enum Which {
     /// on the null sink: each frame's drift from the sound's clock, by
     /// tenths of the run (written with the ffmpeg command).
     Sync,
+    /// A movie with sound looped in a window, a sequence looped headless
+    /// and textures churned through the same engine, moved around by
+    /// seeded commands for --minutes: resident memory, tracked device
+    /// bytes and staging must stay flat, every upload end, the drift not
+    /// grow (exit status 1 where one does not).
+    Soak,
     /// CUDA: pooled take + drop against cuMemAlloc + cuMemFree, and
     /// host-to-device bandwidth (pageable, pinned, upload engine).
     #[cfg(feature = "cuda")]
@@ -157,12 +170,35 @@ fn or_all<T: Clone + PartialEq>(chosen: &[T], all: &[T]) -> Vec<T> {
     once
 }
 
+/// Parses soak minutes, 0.2 to 1440.
+fn parse_minutes(s: &str) -> Result<f64, String> {
+    let m: f64 = s.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
+    if !(0.2..=1440.0).contains(&m) {
+        return Err(format!("{s}: minutes must be from 0.2 to 1440"));
+    }
+    Ok(m)
+}
+
 /// Runs the chosen benchmark and prints its table.
 pub fn run(args: &BenchArgs) -> Result<(), Failure> {
     match args.which {
         #[cfg(feature = "cuda")]
         Which::Cuda => cuda::run(args.median_rounds(), args.ops),
         Which::Play => play::run(&args.play_setup()),
+        Which::Soak => soak::run(
+            &soak::Setup {
+                minutes: args.minutes,
+                dir: args
+                    .dir
+                    .clone()
+                    .unwrap_or_else(|| std::env::temp_dir().join("stagehand-bench-soak")),
+                seed: args.seed,
+            },
+            |display| {
+                args.gpu
+                    .open_for(stagehand_play::wanted_features(), display)
+            },
+        ),
         _ => run_wgpu(args),
     }
 }
@@ -195,5 +231,6 @@ fn run_wgpu(args: &BenchArgs) -> Result<(), Failure> {
         #[cfg(feature = "cuda")]
         Which::Cuda => unreachable!("handled before opening wgpu"),
         Which::Play => unreachable!("bench play opens no GPU of its own"),
+        Which::Soak => unreachable!("bench soak opens its GPU with its window"),
     }
 }

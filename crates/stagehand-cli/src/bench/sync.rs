@@ -23,7 +23,7 @@ const TENTHS: usize = 10;
 
 /// Writes (or finds from an earlier run) the clicking movie of `seconds`
 /// in `dir`.
-fn clicking_movie(dir: &Path, seconds: u32) -> Result<PathBuf, Failure> {
+pub(super) fn clicking_movie(dir: &Path, seconds: u32) -> Result<PathBuf, Failure> {
     let path = dir.join(format!("clicks-{seconds}s.mp4"));
     if path.is_file() {
         return Ok(path);

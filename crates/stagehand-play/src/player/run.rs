@@ -268,26 +268,28 @@ impl Run<'_> {
         let shared = Arc::clone(&self.shared);
         let paused = shared.clock.paused();
         let due = shared.clock.due(shared.pts(*tick));
-        let commands = match output {
+        let wait = if paused {
+            PAUSED_REDRAW
+        } else {
+            due.saturating_duration_since(Instant::now())
+        };
+        let mut commands = match output {
             Output::Offscreen => {
-                if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(wait);
-                }
+                std::thread::sleep(wait);
                 Vec::new()
             }
             Output::Window(w) => {
-                let wait = if paused {
-                    PAUSED_REDRAW
-                } else {
-                    due.saturating_duration_since(Instant::now())
-                };
                 w.screen.pump(wait);
                 if w.screen.closed() {
                     return Ok(Wake::Quit);
                 }
-                crate::transport::coalesce(w.screen.take_commands())
+                w.screen.take_commands()
             }
         };
+        if let Some(remote) = &options.remote {
+            commands.extend(remote.take());
+        }
+        let commands = crate::transport::coalesce(commands);
         for command in commands {
             // Nothing after a quit runs: a seek queued behind Q would only
             // delay the end.
@@ -397,6 +399,11 @@ impl Run<'_> {
             Command::ToggleFullscreen => {
                 if let Output::Window(w) = output {
                     w.screen.toggle_fullscreen();
+                }
+            }
+            Command::Resize(width, height) => {
+                if let Output::Window(w) = output {
+                    w.screen.request_size((width, height));
                 }
             }
             Command::ToggleHud => {

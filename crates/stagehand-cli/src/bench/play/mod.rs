@@ -14,7 +14,7 @@
 
 mod cells;
 mod child;
-mod display;
+pub(super) mod display;
 mod error;
 mod footage;
 mod mpv;
