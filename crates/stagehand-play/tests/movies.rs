@@ -392,6 +392,39 @@ fn seeks_land(path: &Path, starts: &[i64]) {
 }
 
 #[test]
+fn an_avi_whose_index_marks_every_frame_a_keyframe_seeks_and_lands_as_an_intact_one() {
+    // An AVI's index (idx1) says which chunks are keyframes; here it says
+    // every one is, though only every 12th is. A seek must not start
+    // decoding at a frame that is no keyframe (a broken picture) nor fall
+    // back to decoding from frame 0: the H.264 stream's own keyframes
+    // decide.
+    if !has_ffmpeg("all-key avi") {
+        return;
+    }
+    let dir = temp_dir("all-key-avi");
+    let tags = "-c:v libx264 -qp 0 -g 12 -bf 0";
+    let intact = movie(&dir, "intact.avi", "128x96", "yuv420p", 1, tags);
+    let mut bytes = std::fs::read(&intact).unwrap();
+    let at = bytes
+        .windows(4)
+        .position(|w| w == b"idx1")
+        .expect("an AVI index");
+    let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+    let mut marked = 0;
+    for entry in (at + 8..at + 8 + len).step_by(16) {
+        if &bytes[entry + 2..entry + 4] == b"dc" {
+            // AVIIF_KEYFRAME.
+            bytes[entry + 4] |= 0x10;
+            marked += 1;
+        }
+    }
+    assert_eq!(marked, FRAMES, "one index entry a frame");
+    let all_key = dir.join("all-key.avi");
+    std::fs::write(&all_key, bytes).unwrap();
+    seeks_land(&all_key, &[0, 5, 13, 30, 47]);
+}
+
+#[test]
 fn an_intra_only_movie_lands_on_the_frame_asked_for_near_and_far() {
     if !has_ffmpeg("intra seek") {
         return;

@@ -566,28 +566,16 @@ impl Screen {
     }
 }
 
-/// Configures `surface`, trying again a few times: the device must come
-/// idle first, and it fails to whenever another thread submits meanwhile
-/// (an upload worker, another player on the same device), which is
-/// transient.
+/// Configures `surface` with no submission of `gpu`'s queue running
+/// meanwhile (see [`Queue::configure_surface`]).
+///
+/// [`Queue::configure_surface`]: stagehand_gpu::backend::wgpu::Queue::configure_surface
 fn configure(
     gpu: &Gpu,
     surface: &wgpu::Surface<'static>,
     config: &wgpu::SurfaceConfiguration,
 ) -> Result<(), String> {
-    const TRIES: u32 = 20;
-    let mut last = String::new();
-    for _ in 0..TRIES {
-        match gpu
-            .device()
-            .catch(|| surface.configure(gpu.device(), config))
-        {
-            Ok(()) => return Ok(()),
-            Err(e) => last = e,
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    Err(format!("{last} ({TRIES} tries)"))
+    gpu.queue().configure_surface(surface, config)
 }
 
 /// Fails at once where no display is named: winit would otherwise try,
