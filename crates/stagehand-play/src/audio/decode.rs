@@ -165,9 +165,7 @@ pub(super) fn run(
     // Whether the stream has been placed on the timeline.
     let mut placed = false;
     let mut frame = ffmpeg::frame::Audio::empty();
-    let mut packet = ffmpeg::Packet::empty();
     let mut ended = false;
-    let mut invalid = 0;
     loop {
         match decoder.receive_frame(&mut frame) {
             Ok(()) => {
@@ -261,15 +259,12 @@ pub(super) fn run(
         if ring.is_closed() || ring.generation() != generation {
             return Ok(());
         }
-        match packet.read(&mut input) {
-            Ok(()) if packet.stream() == index => {
-                // A damaged packet is left out: a moment of silence.
+        match crate::source::movie::demux::next_packet(&mut input, index) {
+            // A damaged packet is left out: a moment of silence.
+            Ok(packet) => {
                 let _ = decoder.send_packet(&packet);
             }
-            Ok(()) => invalid = 0,
-            // Bad packets: the demuxer resyncs past a few; a stream of
-            // nothing else is the end.
-            Err(ffmpeg::Error::InvalidData) if invalid < super::MAX_INVALID_PACKETS => invalid += 1,
+            // The end, or damage the demuxer could not get past.
             Err(_) => {
                 ended = true;
                 let _ = decoder.send_eof();

@@ -36,10 +36,6 @@ use std::sync::{Arc, OnceLock};
 #[cfg(feature = "video")]
 use std::thread::JoinHandle;
 
-/// Bad packets in a row after which a demuxer is taken as stuck and its
-/// stream as ended (FFmpeg resyncs past a few).
-pub const MAX_INVALID_PACKETS: u32 = 1000;
-
 /// Lowest sample rate a sound may have, in Hz: below it a header is taken
 /// as damaged (a packet at 1 Hz would be resampled into hundreds of MB).
 pub const MIN_RATE: u32 = 1_000;

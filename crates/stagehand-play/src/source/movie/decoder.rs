@@ -251,28 +251,18 @@ impl Decoder {
 
     /// Sends the decoder the next packet of the stream, or the end.
     fn feed(&mut self) -> Result<(), String> {
-        let mut packet = ffmpeg::Packet::empty();
-        let mut invalid = 0;
-        loop {
-            match packet.read(&mut self.input) {
-                Ok(()) if packet.stream() == self.stream => break,
-                Ok(()) => invalid = 0,
-                // Bad packets: a few are resynced past; a stream of
-                // nothing else is the end.
-                Err(ffmpeg::Error::InvalidData) if invalid < crate::audio::MAX_INVALID_PACKETS => {
-                    invalid += 1
-                }
-                Err(_) => {
-                    // The end, or damage: what the decoder holds still
-                    // comes out.
-                    self.drained = true;
-                    return self
-                        .video
-                        .send_eof()
-                        .map_err(|e| format!("decoding failed: {e}"));
-                }
+        let packet = match super::demux::next_packet(&mut self.input, self.stream) {
+            Ok(packet) => packet,
+            Err(_) => {
+                // The end, or damage: what the decoder holds still comes
+                // out.
+                self.drained = true;
+                return self
+                    .video
+                    .send_eof()
+                    .map_err(|e| format!("decoding failed: {e}"));
             }
-        }
+        };
         // A packet of an unwanted frame: the decoder may leave it out if
         // no other frame refers to it.
         let skip = self

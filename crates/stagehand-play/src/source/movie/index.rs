@@ -52,18 +52,10 @@ impl Index {
     ) -> Option<Index> {
         let mut frames = Vec::new();
         let mut damage = None;
-        let mut packet = ffmpeg::Packet::empty();
-        let mut invalid = 0;
         loop {
-            match packet.read(input) {
-                Ok(()) => invalid = 0,
+            let packet = match super::demux::next_packet(input, stream) {
+                Ok(packet) => packet,
                 Err(ffmpeg::Error::Eof) => break,
-                // A bad packet: the demuxer can resync past it (but not
-                // past a stream of nothing else).
-                Err(ffmpeg::Error::InvalidData) if invalid < crate::audio::MAX_INVALID_PACKETS => {
-                    invalid += 1;
-                    continue;
-                }
                 Err(e) => {
                     damage = Some(format!(
                         "reading stopped after {} frames: {e}",
@@ -71,10 +63,7 @@ impl Index {
                     ));
                     break;
                 }
-            }
-            if packet.stream() != stream {
-                continue;
-            }
+            };
             if packet.is_corrupt() {
                 damage = Some(format!(
                     "the packet of frame {} is damaged (the file ends or is cut there)",

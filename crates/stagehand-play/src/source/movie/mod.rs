@@ -15,6 +15,7 @@
 //! cut-short file plays up to the damage; [`Movie::damage`] says where.
 
 mod decoder;
+pub(crate) mod demux;
 mod index;
 mod planes;
 
