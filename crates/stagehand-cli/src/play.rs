@@ -269,6 +269,7 @@ impl PlayArgs {
         let fps = self.rate();
         let options = PlayOptions {
             remote: None,
+            watch: None,
             source: self.source.clone(),
             range: self.range,
             fps,

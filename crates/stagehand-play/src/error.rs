@@ -63,6 +63,9 @@ pub enum PlayError {
     /// An option is out of range.
     #[error("invalid option: {0}")]
     InvalidOption(String),
+    /// A thread of the player could not start, or ended in a panic.
+    #[error("player thread: {0}")]
+    Thread(String),
     /// The upload engine refused.
     #[error(transparent)]
     Upload(#[from] UploadError),

@@ -34,7 +34,8 @@ pub use format::{FormatChoice, FormatPlan};
 pub use gpu_cache::GpuCacheStats;
 
 pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
-pub use player::{engine_config, play, play_in, wanted_features};
+pub use player::watch::{Event, Status, Watch};
+pub use player::{Player, engine_config, play, play_in, wanted_features};
 pub use render::{Display, Renderer, Transfer};
 pub use source::natural_cmp;
 pub use summary::{

@@ -16,6 +16,11 @@ pub enum Command {
     /// Pause, or resume (from the first frame, when paused at the end of
     /// a sequence that does not loop).
     TogglePause,
+    /// Resume (as [`TogglePause`](Self::TogglePause) does when paused);
+    /// nothing when playing.
+    Play,
+    /// Pause; nothing when paused.
+    Pause,
     /// Step this many frames forward (`1`) or back (`-1`), pausing.
     Step(i64),
     /// Go to the first frame of the range.
@@ -26,6 +31,8 @@ pub enum Command {
     Seek(usize),
     /// Loop on or off.
     ToggleLoop,
+    /// Loop on (`true`) or off.
+    Loop(bool),
     /// Change the exposure of scene-linear sources by this many stops.
     Exposure(f32),
     /// Fullscreen on or off.
@@ -33,7 +40,8 @@ pub enum Command {
     /// Heads-up display on or off.
     ToggleHud,
     /// Ask the window for this inner size, in pixels (a script's resize;
-    /// the window system may give another). Nothing headless.
+    /// the window system may give another); headless, draw the picture at
+    /// this size from now on.
     Resize(u32, u32),
     /// End playback.
     Quit,

@@ -8,9 +8,11 @@
 
 mod clock;
 mod decode;
+mod handle;
 mod lead;
 mod output;
 mod run;
+pub mod watch;
 
 use crate::PlayError;
 use crate::cache::{CacheConfig, Closed, FrameCache};
@@ -30,6 +32,7 @@ use crate::summary::{
 use crate::transport::{Claim, Route};
 use crate::window::{Screen, SurfaceInfo};
 use clock::Clock;
+pub use handle::Player;
 use lead::{Decision, Have, Lead, Moment};
 use output::{Output, Windowed};
 use parking_lot::Mutex;
@@ -205,7 +208,22 @@ pub fn play_in(
     play_to(gpu, engine, options, Some(screen), progress)
 }
 
+/// Plays, and tells `options.watch` (if any) how it ended.
 fn play_to(
+    gpu: &Arc<Gpu>,
+    engine: &UploadEngine,
+    options: &PlayOptions,
+    screen: Option<&mut Screen>,
+    progress: impl FnMut(Progress) -> ControlFlow<()>,
+) -> Result<PlaySummary, PlayError> {
+    let result = play_to_end(gpu, engine, options, screen, progress);
+    if let (Err(e), Some(watch)) = (&result, &options.watch) {
+        watch.failed(e.to_string());
+    }
+    result
+}
+
+fn play_to_end(
     gpu: &Arc<Gpu>,
     engine: &UploadEngine,
     options: &PlayOptions,
@@ -219,7 +237,10 @@ fn play_to(
         ));
     }
     let windowed = screen.is_some();
-    let opened = open_feed(gpu, options, windowed)?;
+    // A window, or a player someone drives, runs until told to stop, and
+    // holds the last frame of a range that does not loop.
+    let held = windowed || options.remote.is_some();
+    let opened = open_feed(gpu, options, held)?;
     if let Some(&tick) = options.save_ticks.iter().find(|&&t| t >= opened.total) {
         return Err(PlayError::InvalidOption(format!(
             "--save-frame {tick}: playback has only {} ticks (0 to {})",
@@ -276,7 +297,7 @@ fn play_to(
     let shared = Arc::new(Shared {
         queue,
         route: Route::new(opened.len, opened.start, options.looped),
-        last_tick: (!windowed).then_some(opened.total),
+        last_tick: (!held).then_some(opened.total),
         clock: Clock::default(),
         counters: Counters {
             // Each decoder's first frame starts it, and the first uploads
@@ -312,6 +333,9 @@ fn play_to(
         gpu_cache,
         display,
     );
+    if let Some(watch) = &options.watch {
+        watch.set_picture(renderer.output_texture().clone());
+    }
     let result = run.play(
         gpu,
         engine,
@@ -321,6 +345,9 @@ fn play_to(
         &mut progress,
     );
     let frames_run = run.stop();
+    if let (Ok(_), Some(watch)) = (&result, &options.watch) {
+        run.report(watch, true);
+    }
     let played = result?;
     let frames = frames_run?;
     let ended = Ended {

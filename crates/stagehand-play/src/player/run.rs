@@ -8,6 +8,9 @@ use crate::transport::Command;
 /// How often a paused window redraws (its overlay moves on: the cache
 /// fills).
 pub(super) const PAUSED_REDRAW: Duration = Duration::from_millis(100);
+/// The largest offscreen picture a resize asks for, a side (the CLI's
+/// bound for `--output-size`).
+const MAX_OUTPUT: u32 = 16_384;
 /// Longest a seek or a step waits for its frame before showing what it has.
 pub(super) const SEEK_WAIT: Duration = Duration::from_secs(10);
 
@@ -154,6 +157,9 @@ impl Run<'_> {
             tick += 1;
         }
         while self.ticks_run < shared.total {
+            if let Some(watch) = &options.watch {
+                self.report(watch, false);
+            }
             self.check_failed()?;
             match self.await_tick(gpu, renderer, output, &mut tick, options)? {
                 Wake::Quit => break,
@@ -401,11 +407,24 @@ impl Run<'_> {
                     w.screen.toggle_fullscreen();
                 }
             }
-            Command::Resize(width, height) => {
-                if let Output::Window(w) = output {
-                    w.screen.request_size((width, height));
+            Command::Resize(width, height) => match output {
+                Output::Window(w) => w.screen.request_size((width, height)),
+                Output::Offscreen => {
+                    let size = (width.clamp(1, MAX_OUTPUT), height.clamp(1, MAX_OUTPUT));
+                    renderer.set_output_size(gpu, size)?;
+                    self.drawn_offscreen = None;
+                    if let Some(watch) = &options.watch {
+                        watch.set_picture(renderer.output_texture().clone());
+                    }
+                    self.present(gpu, renderer, output, false)?;
                 }
+            },
+            Command::Play if clock.paused() => {
+                return self.command(gpu, renderer, output, tick, Command::TogglePause, options);
             }
+            Command::Play => {}
+            Command::Pause => clock.pause(),
+            Command::Loop(on) => shared.route.set_looped(on),
             Command::ToggleHud => {
                 if let Output::Window(w) = output {
                     w.hud = !w.hud;
@@ -510,6 +529,18 @@ impl Run<'_> {
             shared.clock.resume();
         }
         Ok(())
+    }
+
+    /// Tells `watch` the state of playback now (`ended`: for good).
+    pub(super) fn report(&self, watch: &super::watch::Watch, ended: bool) {
+        let shared = &self.shared;
+        watch.update(super::watch::Status {
+            position: self.screen_position(),
+            playing: !ended && !shared.clock.paused(),
+            len: shared.route.len(),
+            looped: shared.route.looped(),
+            ended,
+        });
     }
 
     /// The sequence position of the frame on screen.

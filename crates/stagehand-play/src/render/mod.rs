@@ -4,6 +4,7 @@
 //! Y'CbCr (`yuv.wgsl`; first at the frame's own size when the picture is
 //! much larger, `upscale.rs`).
 
+pub mod blit;
 mod display;
 pub mod overlay;
 mod readback;
@@ -194,7 +195,10 @@ impl Renderer {
         size: (u32, u32),
         format: wgpu::TextureFormat,
     ) -> Result<Tracked<wgpu::Texture>> {
-        let usage = wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC;
+        // Sampled too: a caller draws the picture into its own target.
+        let usage = wgpu::TextureUsages::RENDER_ATTACHMENT
+            | wgpu::TextureUsages::COPY_SRC
+            | wgpu::TextureUsages::TEXTURE_BINDING;
         gpu.device()
             .create_texture(&texture_2d("play output", size, format, usage))
     }
@@ -214,6 +218,12 @@ impl Renderer {
                 .create_texture_view(&self.output, &Default::default())?;
         }
         Ok(())
+    }
+
+    /// The offscreen target: the picture as drawn (headless, and for a
+    /// caller that draws it itself).
+    pub fn output_texture(&self) -> &wgpu::Texture {
+        &self.output
     }
 
     /// Changes the display transform for the draws that follow: the

@@ -1,0 +1,204 @@
+//! The `Player` an application drives: opened on a folder of numbered
+//! frames, paused, moved by seeks and steps, played and paused, drawn into
+//! a texture the test owns; the picture drawn is the frame the player says
+//! is on screen, and the events come in the order things happened.
+
+use stagehand_gpu::Gpu;
+use stagehand_gpu::upload::UploadEngine;
+use stagehand_play::render::read_texture;
+use stagehand_play::{Event, PlayError, PlayOptions, Player, engine_config, pattern};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+const W: u32 = 96;
+const H: u32 = 64;
+const FRAMES: u64 = 12;
+/// Longest a command takes to show, on a loaded machine.
+const SETTLE: Duration = Duration::from_secs(10);
+
+fn gpu_and_engine() -> (Arc<Gpu>, Arc<UploadEngine>) {
+    let gpu = match Gpu::open(&stagehand_gpu::GpuOptions::default()) {
+        Ok(gpu) => Arc::new(gpu),
+        Err(e) => panic!("tests need a GPU adapter: {e}"),
+    };
+    let engine = Arc::new(UploadEngine::new(Arc::clone(&gpu), engine_config(1)).unwrap());
+    (gpu, engine)
+}
+
+/// Frames `frame_1` to `frame_12` (PNG), each showing its number.
+fn write_frames(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stagehand-player-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in 1..=FRAMES {
+        image::RgbaImage::from_raw(W, H, pattern::frame(n, W, H))
+            .unwrap()
+            .save(dir.join(format!("frame_{n}.png")))
+            .unwrap();
+    }
+    dir
+}
+
+fn options(dir: &Path) -> PlayOptions {
+    PlayOptions {
+        source: Some(dir.to_owned()),
+        fps: 24.0,
+        output_size: (W, H),
+        start_paused: true,
+        ..PlayOptions::default()
+    }
+}
+
+/// Draws the player's picture into a texture of the test's own, through
+/// the player's `draw`, and reads it back.
+fn drawn(gpu: &Gpu, player: &Player) -> Vec<u8> {
+    let target = gpu
+        .device()
+        .create_texture(&wgpu::TextureDescriptor {
+            label: Some("caller's target"),
+            size: wgpu::Extent3d {
+                width: W,
+                height: H,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: wgpu::TextureFormat::Rgba8Unorm,
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+            view_formats: &[],
+        })
+        .unwrap();
+    let view = target.create_view(&Default::default());
+    let mut encoder = gpu
+        .device()
+        .create_command_encoder(&Default::default())
+        .unwrap();
+    player
+        .draw(
+            &mut encoder,
+            &view,
+            wgpu::TextureFormat::Rgba8Unorm,
+            (0.0, 0.0, W as f32, H as f32),
+        )
+        .unwrap();
+    gpu.queue().submit([encoder.finish().unwrap()]).unwrap();
+    read_texture(gpu, &target, 4).unwrap()
+}
+
+/// Asserts that `got` is file frame `n`'s picture (within a code value).
+fn assert_shows(got: &[u8], n: u64, what: &str) {
+    let want = pattern::frame(n, W, H);
+    let off = got
+        .iter()
+        .zip(&want)
+        .filter(|(a, b)| a.abs_diff(**b) > 1)
+        .count();
+    assert_eq!(off, 0, "{what}: {off} samples differ from frame {n}");
+}
+
+/// Waits until the player shows `position`.
+fn wait_for(player: &Player, position: usize) {
+    assert!(
+        player.wait(SETTLE, |s| s.position == Some(position)),
+        "position {position} never came: {:?}",
+        player.status()
+    );
+}
+
+#[test]
+fn a_driven_player_draws_the_frame_it_says_is_on_screen_into_the_callers_texture() {
+    let dir = write_frames("driven");
+    let (gpu, engine) = gpu_and_engine();
+    let player = Player::open(&gpu, &engine, options(&dir)).unwrap();
+    let status = player.status();
+    assert_eq!(status.position, Some(0), "{status:?}");
+    assert!(!status.playing, "it opened paused");
+    assert_eq!(status.len, FRAMES as usize);
+    assert_shows(&drawn(&gpu, &player), 1, "opened paused");
+
+    player.seek(5);
+    wait_for(&player, 5);
+    assert_shows(&drawn(&gpu, &player), 6, "after seek(5)");
+    player.step(1);
+    wait_for(&player, 6);
+    assert_shows(&drawn(&gpu, &player), 7, "after step(1)");
+    player.step(-2);
+    wait_for(&player, 4);
+    assert_shows(&drawn(&gpu, &player), 5, "after step(-2)");
+
+    player.set_looped(true);
+    player.play();
+    assert!(player.wait(SETTLE, |s| s.playing && s.looped), "it plays");
+    assert!(
+        player.wait(SETTLE, |s| s.position != Some(4)),
+        "playing moves on"
+    );
+    player.pause();
+    assert!(player.wait(SETTLE, |s| !s.playing), "it pauses");
+    let at = player.position().unwrap();
+    assert_shows(&drawn(&gpu, &player), at as u64 + 1, "paused after playing");
+
+    // The picture at another size: the player's own texture follows.
+    player.resize(48, 32);
+    assert!(
+        player.wait(SETTLE, |_| player
+            .texture()
+            .is_some_and(|t| (t.width(), t.height()) == (48, 32))),
+        "the picture is drawn at the new size"
+    );
+
+    let summary = player.close().unwrap();
+    assert_eq!(summary.frames.failed, 0, "{summary:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_driven_players_events_come_in_the_order_things_happened() {
+    let dir = write_frames("events");
+    let (gpu, engine) = gpu_and_engine();
+    let player = Player::open(&gpu, &engine, options(&dir)).unwrap();
+    player.seek(3);
+    wait_for(&player, 3);
+    player.step(1);
+    wait_for(&player, 4);
+    player.play();
+    assert!(player.wait(SETTLE, |s| s.playing));
+    player.pause();
+    assert!(player.wait(SETTLE, |s| !s.playing));
+    let events: Vec<Event> = player.events().try_iter().collect();
+    let at = |e: &Event| {
+        events
+            .iter()
+            .position(|x| x == e)
+            .unwrap_or_else(|| panic!("no {e:?} in {events:?}"))
+    };
+    assert_eq!(events.first(), Some(&Event::FrameChanged(0)), "{events:?}");
+    assert!(at(&Event::FrameChanged(3)) < at(&Event::FrameChanged(4)));
+    assert!(at(&Event::FrameChanged(4)) < at(&Event::PlayStarted));
+    assert!(at(&Event::PlayStarted) < at(&Event::PlayStopped));
+    drop(player);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_player_opened_on_nothing_playable_returns_a_typed_error_at_once() {
+    let (gpu, engine) = gpu_and_engine();
+    let missing = std::env::temp_dir().join("stagehand-player-no-such-folder");
+    let started = std::time::Instant::now();
+    let err = Player::open(&gpu, &engine, options(&missing)).unwrap_err();
+    assert!(
+        matches!(err, PlayError::Io { .. } | PlayError::NoFrames(_)),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < SETTLE, "took {:?}", started.elapsed());
+    let bad = PlayOptions {
+        fps: 0.0,
+        ..options(&missing)
+    };
+    assert!(matches!(
+        Player::open(&gpu, &engine, bad),
+        Err(PlayError::InvalidOption(_))
+    ));
+}
