@@ -9,7 +9,7 @@ mod common;
 mod movie_files;
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -182,6 +182,10 @@ struct Player<'x> {
 }
 
 impl<'x> Player<'x> {
+    fn launch_program(x: &'x Xvfb, backend: &str, program: &Path, args: &[&str]) -> Self {
+        Self::try_launch_program(x, backend, program, args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
     fn launch(x: &'x Xvfb, backend: &str, args: &[&str]) -> Self {
         Self::try_launch(x, backend, args).unwrap_or_else(|e| {
             // A refused connection to a server that answers xdotool has been
@@ -193,8 +197,25 @@ impl<'x> Player<'x> {
     }
 
     fn try_launch(x: &'x Xvfb, backend: &str, args: &[&str]) -> Result<Self, String> {
-        let child = Command::new(env!("CARGO_BIN_EXE_stagehand"))
-            .arg("play")
+        let mut play = vec!["play"];
+        play.extend_from_slice(args);
+        Self::try_launch_program(
+            x,
+            backend,
+            Path::new(env!("CARGO_BIN_EXE_stagehand")),
+            &play,
+        )
+    }
+
+    /// Runs `program args` (a program whose window's title starts
+    /// "stagehand play") on `x`.
+    fn try_launch_program(
+        x: &'x Xvfb,
+        backend: &str,
+        program: &Path,
+        args: &[&str],
+    ) -> Result<Self, String> {
+        let child = Command::new(program)
             .args(args)
             .env("DISPLAY", &x.display)
             .env_remove("WAYLAND_DISPLAY")
@@ -995,4 +1016,58 @@ on_both_adapters!(
     resized_again_and_again_while_playing:
     a_window_resized_again_and_again_while_playing_keeps_playing_on_lavapipe,
     a_window_resized_again_and_again_while_playing_keeps_playing_on_llvmpipe
+);
+
+/// The embedding example, built beside this test by `cargo test
+/// --all-targets` (`None` where it was not built).
+fn embed_example() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let profile = exe.parent()?.parent()?;
+    let example = profile.join("examples").join("embed");
+    example.is_file().then_some(example)
+}
+
+fn embedded_player_follows_its_programs_keys(backend: &str) {
+    // examples/embed.rs: a program that opens its own window and surface,
+    // runs its own event loop and timer, and has the player draw into its
+    // surface texture. Paused on the first frame, then a seek, a step
+    // forward and one back, each checked on screen.
+    let Some(program) = embed_example() else {
+        eprintln!(
+            "skipped the embedding example on {backend}: it is not built (cargo test --all-targets builds it)"
+        );
+        return;
+    };
+    let Some(x) = Xvfb::start(&format!("embedding on {backend}")) else {
+        return;
+    };
+    let dir = write_sequence(&format!("embed-{backend}"));
+    let player = Player::launch_program(&x, backend, &program, &[dir.to_str().unwrap()]);
+    player.wait_for(colour(FIRST), "paused on the first frame");
+    player.key(&["5"]);
+    player.wait_for(colour(FIRST + 5), "after a seek to position 5");
+    player.key(&["Right"]);
+    player.wait_for(colour(FIRST + 6), "after a step forward");
+    player.key(&["Left", "Left"]);
+    player.wait_for(colour(FIRST + 4), "after two steps back");
+    player.key(&["q"]);
+    let out = player.finish_ok();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    for event in [
+        "FrameChanged(0)",
+        "FrameChanged(5)",
+        "FrameChanged(6)",
+        "FrameChanged(4)",
+    ] {
+        assert!(
+            printed.contains(event),
+            "no {event} among the events: {printed}"
+        );
+    }
+}
+
+on_both_adapters!(
+    embedded_player_follows_its_programs_keys:
+    a_player_embedded_in_a_programs_own_window_follows_its_keys_on_lavapipe,
+    a_player_embedded_in_a_programs_own_window_follows_its_keys_on_llvmpipe
 );
