@@ -527,6 +527,15 @@ impl FrameCache {
         }
     }
 
+    /// Calls `each` with every position whose frame went to the device
+    /// (the GPU tier) and left RAM.
+    pub fn device_positions(&self, mut each: impl FnMut(usize)) {
+        let state = self.state.lock();
+        for &pos in &state.on_device {
+            each(pos);
+        }
+    }
+
     /// Whether `pos` is decoded and held.
     pub fn contains(&self, pos: usize) -> bool {
         self.state.lock().held.contains_key(&pos)

@@ -34,7 +34,7 @@ pub use format::{FormatChoice, FormatPlan};
 pub use gpu_cache::GpuCacheStats;
 
 pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
-pub use player::watch::{Event, Status, Watch};
+pub use player::watch::{CacheInfo, Event, Status, Watch};
 pub use player::{Player, engine_config, play, play_in, wanted_features};
 pub use render::{Display, Renderer, Transfer};
 pub use source::natural_cmp;

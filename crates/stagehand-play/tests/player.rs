@@ -149,6 +149,23 @@ fn a_driven_player_draws_the_frame_it_says_is_on_screen_into_the_callers_texture
         "the picture is drawn at the new size"
     );
 
+    // The cache: the footage fits, so once filled every frame is held.
+    let filled = |player: &Player| {
+        player
+            .cache_info()
+            .is_some_and(|c| c.ram == vec![(0, FRAMES as usize - 1)])
+    };
+    let started = std::time::Instant::now();
+    while !filled(&player) {
+        assert!(started.elapsed() < SETTLE, "{:?}", player.cache_info());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let cache = player.cache_info().unwrap();
+    assert_eq!(cache.frames, FRAMES, "{cache:?}");
+    assert!(cache.bytes > 0 && cache.bytes <= cache.budget, "{cache:?}");
+    // Looping: every other frame is ahead, and behind.
+    assert_eq!((cache.ahead, cache.behind), (11, 11), "{cache:?}");
+
     let summary = player.close().unwrap();
     assert_eq!(summary.frames.failed, 0, "{summary:?}");
     std::fs::remove_dir_all(dir).unwrap();

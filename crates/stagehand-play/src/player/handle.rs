@@ -10,7 +10,7 @@
 //! never wait on the player's threads: they are queued and run between the
 //! player's ticks.
 
-use super::watch::{Event, Status, Watch};
+use super::watch::{CacheInfo, Event, Status, Watch};
 use crate::render::blit::Blit;
 use crate::transport::{Command, Remote};
 use crate::{PlayError, PlayOptions, PlaySummary};
@@ -152,6 +152,13 @@ impl Player {
     /// Whether the clock runs.
     pub fn is_playing(&self) -> bool {
         self.status().playing
+    }
+
+    /// What the frame cache holds now (budget and bytes, frames ahead and
+    /// behind the one on screen, the positions held in RAM and on the
+    /// device); `None` for synthetic frames.
+    pub fn cache_info(&self) -> Option<CacheInfo> {
+        self.watch.cache_info()
     }
 
     /// The events, as they happen: frame changed, play started and

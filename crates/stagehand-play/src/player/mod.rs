@@ -335,6 +335,9 @@ fn play_to_end(
     );
     if let Some(watch) = &options.watch {
         watch.set_picture(renderer.output_texture().clone());
+        if let Feed::Frames { cache, .. } = &opened.feed {
+            watch.set_cache(Arc::clone(cache));
+        }
     }
     let result = run.play(
         gpu,

@@ -2,6 +2,7 @@
 //! of playback now, the events as they happen (through a channel, so the
 //! caller never polls a lock to hear of them), and the picture it drew.
 
+use crate::cache::FrameCache;
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender};
@@ -40,6 +41,68 @@ pub struct Status {
     pub ended: bool,
 }
 
+/// What the frame cache holds, for a cache bar (the fields of OpenRV's
+/// `cacheInfo()`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CacheInfo {
+    /// Bytes the cache may hold.
+    pub budget: u64,
+    /// Bytes it holds.
+    pub bytes: u64,
+    /// Frames it holds in RAM.
+    pub frames: u64,
+    /// Frames held one after another from the one on screen on (past the
+    /// end into the start when looping), the one on screen not counted.
+    pub ahead: usize,
+    /// Frames held one after another before the one on screen.
+    pub behind: usize,
+    /// The positions held in RAM, as first-last runs, in order.
+    pub ram: Vec<(usize, usize)>,
+    /// The positions held on the device (the GPU tier) instead, as runs.
+    pub device: Vec<(usize, usize)>,
+}
+
+/// Sorted positions as first-last runs.
+fn runs(mut positions: Vec<usize>) -> Vec<(usize, usize)> {
+    positions.sort_unstable();
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for p in positions {
+        match out.last_mut() {
+            Some((_, last)) if *last + 1 == p => *last = p,
+            _ => out.push((p, p)),
+        }
+    }
+    out
+}
+
+/// How many of the positions after `from` (before it, `forward` false)
+/// are held, one after another, wrapping around `len` when `looped`.
+fn held_run(
+    held: &[(usize, usize)],
+    from: usize,
+    len: usize,
+    looped: bool,
+    forward: bool,
+) -> usize {
+    let has = |p: usize| held.iter().any(|&(a, b)| a <= p && p <= b);
+    let mut n = 0;
+    let mut at = from;
+    while n + 1 < len {
+        at = match (forward, looped) {
+            (true, _) if at + 1 < len => at + 1,
+            (true, true) => 0,
+            (false, _) if at > 0 => at - 1,
+            (false, true) => len - 1,
+            _ => break,
+        };
+        if !has(at) {
+            break;
+        }
+        n += 1;
+    }
+    n
+}
+
 /// The player's side of the watch: where the render loop reports.
 #[derive(Clone, Debug, Default)]
 pub struct Watch {
@@ -54,6 +117,8 @@ struct Inner {
     events: Mutex<Option<Sender<Event>>>,
     /// The texture the player draws the picture into, once it has one.
     picture: Mutex<Option<wgpu::Texture>>,
+    /// The frame cache, where the source has one.
+    cache: Mutex<Option<Arc<FrameCache>>>,
 }
 
 impl Watch {
@@ -73,6 +138,42 @@ impl Watch {
     /// The texture the picture is drawn into, once there is one.
     pub fn picture(&self) -> Option<wgpu::Texture> {
         self.inner.picture.lock().clone()
+    }
+
+    /// What the frame cache holds now; `None` for a source without one
+    /// (synthetic frames).
+    pub fn cache_info(&self) -> Option<CacheInfo> {
+        let cache = self.inner.cache.lock().clone()?;
+        let stats = cache.stats();
+        let (mut ram, mut device) = (Vec::new(), Vec::new());
+        cache.held_positions(|p| ram.push(p));
+        cache.device_positions(|p| device.push(p));
+        let (ram, device) = (runs(ram), runs(device));
+        let status = self.status();
+        let (ahead, behind) = match status.position {
+            Some(at) => {
+                let all: Vec<(usize, usize)> = ram.iter().chain(&device).copied().collect();
+                (
+                    held_run(&all, at, status.len, status.looped, true),
+                    held_run(&all, at, status.len, status.looped, false),
+                )
+            }
+            None => (0, 0),
+        };
+        Some(CacheInfo {
+            budget: stats.budget,
+            bytes: stats.bytes,
+            frames: stats.frames,
+            ahead,
+            behind,
+            ram,
+            device,
+        })
+    }
+
+    /// Records the frame cache, for [`cache_info`](Self::cache_info).
+    pub(crate) fn set_cache(&self, cache: Arc<FrameCache>) {
+        *self.inner.cache.lock() = Some(cache);
     }
 
     /// Waits up to `timeout` for `until` to hold of the status; whether it
@@ -141,6 +242,24 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positions_become_runs_and_runs_count_ahead_and_behind() {
+        let held = runs(vec![7, 0, 1, 2, 5, 6, 9]);
+        assert_eq!(held, vec![(0, 2), (5, 7), (9, 9)]);
+        // From 1 in 10: 2 ahead, then 3 is missing; 0 behind, then 9
+        // only when looping.
+        assert_eq!(held_run(&held, 1, 10, false, true), 1);
+        assert_eq!(held_run(&held, 1, 10, false, false), 1);
+        assert_eq!(held_run(&held, 1, 10, true, false), 2);
+        assert_eq!(held_run(&held, 9, 10, true, true), 3);
+        assert_eq!(held_run(&held, 9, 10, false, true), 0);
+        assert_eq!(
+            held_run(&[(0, 3)], 0, 4, true, true),
+            3,
+            "never past itself"
+        );
+    }
 
     #[test]
     fn changes_of_status_become_events_in_order() {
