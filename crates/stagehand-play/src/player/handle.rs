@@ -27,7 +27,11 @@ use std::time::Duration;
 /// first decode) before it gives up.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// A player an application drives: see the [module](self) docs.
+/// A player an application drives: opened on a source, commanded
+/// (play, pause, seek, step, loop, exposure, size), asked (its status, its
+/// cache), heard from (events through a channel), and drawn into the
+/// caller's own textures. Its clock and its render loop run on threads of
+/// its own; commands are queued and never wait on them.
 pub struct Player {
     gpu: Arc<Gpu>,
     remote: Remote,
