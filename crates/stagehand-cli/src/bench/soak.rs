@@ -17,7 +17,6 @@
 //! an upload is left unresolved or a player ends with an error.
 
 use super::play::display::Screen as XScreen;
-use super::stats::median;
 use crate::{Failure, output};
 use stagehand_gpu::Gpu;
 use stagehand_gpu::upload::{StagingPolicy, UploadEngine};
@@ -551,21 +550,13 @@ fn drift(movie: &PlaySummary, broken: &mut Vec<String>) -> String {
         broken.push("the movie's sound did not play: no drift to measure".into());
         return "\nsound: did not play\n".into();
     };
-    let per = movie.ticks.div_ceil(10).max(1);
     let mut text = String::from("\n|drift| from the sound, ms, median by tenths of the run:");
-    let mut medians = Vec::new();
-    for i in 0..10 {
-        let mut d: Vec<f64> = audio
-            .drift_by_tick
-            .iter()
-            .filter(|(t, _)| t / per == i)
-            .map(|(_, ms)| ms.abs())
-            .collect();
-        if !d.is_empty() {
-            let m = median(&mut d);
-            text += &format!(" {m:.1}");
-            medians.push(m);
-        }
+    let medians: Vec<f64> = super::sync::tenths(&audio.drift_by_tick, movie.ticks)
+        .iter()
+        .map(|t| t.p50)
+        .collect();
+    for m in &medians {
+        text += &format!(" {m:.1}");
     }
     let half_frame = 500.0 / FPS;
     let grew = match (medians.first(), medians.last()) {

@@ -55,17 +55,17 @@ pub(super) fn clicking_movie(dir: &Path, seconds: u32) -> Result<PathBuf, Failur
 }
 
 /// |drift| percentiles of one tenth of the run.
-struct Tenth {
+pub(super) struct Tenth {
     from: f64,
     to: f64,
     frames: usize,
-    p50: f64,
+    pub(super) p50: f64,
     p99: f64,
     max: f64,
 }
 
 /// The drifts (render tick, milliseconds) grouped into tenths of `ticks`.
-fn tenths(drift: &[(u64, f64)], ticks: u64) -> Vec<Tenth> {
+pub(super) fn tenths(drift: &[(u64, f64)], ticks: u64) -> Vec<Tenth> {
     let per = ticks.div_ceil(TENTHS as u64).max(1);
     (0..TENTHS as u64)
         .map(|i| {

@@ -331,7 +331,8 @@ impl Screen {
             },
         };
         if w > 0 && h > 0 {
-            configure(gpu, &surface, &config)
+            gpu.queue()
+                .configure_surface(&surface, &config)
                 .map_err(|e| PlayError::NoDisplay(format!("cannot present to the window: {e}")))?;
         }
         self.present = Some(Present::Surface(Surface { surface, config }));
@@ -546,7 +547,13 @@ impl Screen {
         {
             s.config.width = w;
             s.config.height = h;
-            if configure(gpu, &s.surface, &s.config).is_err() {
+            // No submission of the queue runs meanwhile (see
+            // `Queue::configure_surface`).
+            if gpu
+                .queue()
+                .configure_surface(&s.surface, &s.config)
+                .is_err()
+            {
                 // Tried again before the next frame.
                 self.app.resized = true;
             }
@@ -564,18 +571,6 @@ impl Screen {
         }
         self.reconfigure(gpu);
     }
-}
-
-/// Configures `surface` with no submission of `gpu`'s queue running
-/// meanwhile (see [`Queue::configure_surface`]).
-///
-/// [`Queue::configure_surface`]: stagehand_gpu::backend::wgpu::Queue::configure_surface
-fn configure(
-    gpu: &Gpu,
-    surface: &wgpu::Surface<'static>,
-    config: &wgpu::SurfaceConfiguration,
-) -> Result<(), String> {
-    gpu.queue().configure_surface(surface, config)
 }
 
 /// Fails at once where no display is named: winit would otherwise try,
