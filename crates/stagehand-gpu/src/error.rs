@@ -70,6 +70,17 @@ pub enum Error {
         reason: String,
     },
 
+    /// A name (a texture format, a usage flag) that wgpu does not have.
+    #[error("unknown {what} {name:?}: expected {expected}")]
+    UnknownName {
+        /// What was named: `"texture format"`, `"buffer usage"`.
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// What would have been taken.
+        expected: String,
+    },
+
     /// A descriptor stagehand checked and found wrong; nothing was created.
     #[error("invalid {kind} descriptor{label}: {reason}")]
     InvalidDescriptor {

@@ -35,11 +35,11 @@ pub use gpu_cache::GpuCacheStats;
 
 pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
 pub use player::watch::{CacheInfo, Event, Status, Watch};
-pub use player::{Player, engine_config, play, play_in, wanted_features};
+pub use player::{PictureReader, Player, engine_config, play, play_in, wanted_features};
 pub use render::{Display, Renderer, Transfer};
 pub use source::natural_cmp;
 pub use summary::{
     AudioSummary, FrameBufferStats, Millis, PassStats, PlaySummary, Progress, Saved, SavedTick,
 };
 pub use transport::{Command, Remote};
-pub use window::{PresentChoice, Screen, WindowOptions};
+pub use window::{NativeWindow, PresentChoice, Screen, WindowOptions};

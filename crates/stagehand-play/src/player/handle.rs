@@ -14,12 +14,12 @@ use super::watch::{CacheInfo, Event, Status, Watch};
 use crate::render::blit::Blit;
 use crate::transport::{Command, Remote};
 use crate::{PlayError, PlayOptions, PlaySummary};
+use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use stagehand_gpu::Gpu;
 use stagehand_gpu::upload::UploadEngine;
 use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -166,7 +166,8 @@ impl Player {
     }
 
     /// The events, as they happen: frame changed, play started and
-    /// stopped, ended, error.
+    /// stopped, ended, error. The receiver can be cloned and handed to
+    /// another thread (one that forwards the events to a toolkit's loop).
     pub fn events(&self) -> &Receiver<Event> {
         &self.events
     }

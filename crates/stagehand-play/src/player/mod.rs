@@ -11,6 +11,7 @@ mod decode;
 mod handle;
 mod lead;
 mod output;
+mod picture;
 mod run;
 pub mod watch;
 
@@ -36,6 +37,7 @@ pub use handle::Player;
 use lead::{Decision, Have, Lead, Moment};
 use output::{Output, Windowed};
 use parking_lot::Mutex;
+pub use picture::PictureReader;
 use run::Run;
 use stagehand_gpu::Gpu;
 use stagehand_gpu::diag::human_bytes;

@@ -3,9 +3,9 @@
 //! caller never polls a lock to hear of them), and the picture it drew.
 
 use crate::cache::FrameCache;
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender};
 use std::time::Duration;
 
 /// What happened to playback.
@@ -124,7 +124,7 @@ struct Inner {
 impl Watch {
     /// A watch and the receiving end of its events.
     pub fn new() -> (Self, Receiver<Event>) {
-        let (send, receive) = std::sync::mpsc::channel();
+        let (send, receive) = crossbeam_channel::unbounded();
         let watch = Self::default();
         *watch.inner.events.lock() = Some(send);
         (watch, receive)

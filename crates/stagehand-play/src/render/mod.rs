@@ -7,7 +7,7 @@
 pub mod blit;
 mod display;
 pub mod overlay;
-mod readback;
+pub(crate) mod readback;
 mod upscale;
 mod yuv;
 

@@ -9,6 +9,7 @@
 //! GL backend needs to present at all.
 
 pub mod keys;
+mod native;
 #[cfg(all(unix, not(target_os = "macos"), not(target_os = "android")))]
 mod x11;
 
@@ -25,11 +26,21 @@ mod x11 {
             None
         }
 
+        pub(crate) fn open_id(_: Option<&str>, _: u32) -> Result<Self, String> {
+            Err("this platform has no X11".into())
+        }
+
+        pub(crate) fn size(&self) -> Result<(u32, u32), String> {
+            match *self {}
+        }
+
         pub(crate) fn put(&self, _: &[u8], _: u32, _: u32) -> Result<(), String> {
             match *self {}
         }
     }
 }
+
+pub use native::NativeWindow;
 
 use crate::PlayError;
 use crate::render::overlay::Overlay;

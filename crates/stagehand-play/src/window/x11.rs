@@ -48,23 +48,52 @@ impl X11Present {
             RawWindowHandle::Xcb(h) => h.window.get(),
             _ => return None,
         };
-        let (conn, _) = x11rb::connect(None).ok()?;
-        let depth = conn.get_geometry(id).ok()?.reply().ok()?.depth;
-        let visual = conn.get_window_attributes(id).ok()?.reply().ok()?.visual;
-        if !takes_bgra(conn.setup(), depth, visual) {
-            return None;
+        Self::open_id(None, id).ok()
+    }
+
+    /// Connects to `display` (`None`: the `DISPLAY` of the environment)
+    /// to draw into the window `id`, which another program (a toolkit)
+    /// made; the error says why it cannot.
+    pub(crate) fn open_id(display: Option<&str>, id: u32) -> Result<Self, String> {
+        let (conn, _) = x11rb::connect(display).map_err(|e| format!("no X server: {e}"))?;
+        let geometry = conn
+            .get_geometry(id)
+            .map_err(|e| e.to_string())?
+            .reply()
+            .map_err(|e| format!("no X11 window {id:#x}: {e}"))?;
+        let visual = conn
+            .get_window_attributes(id)
+            .map_err(|e| e.to_string())?
+            .reply()
+            .map_err(|e| format!("no X11 window {id:#x}: {e}"))?
+            .visual;
+        if !takes_bgra(conn.setup(), geometry.depth, visual) {
+            return Err(format!(
+                "window {id:#x}'s visual does not take 32-bit BGR pixels as they are"
+            ));
         }
-        let gc = conn.generate_id().ok()?;
+        let gc = conn.generate_id().map_err(|e| e.to_string())?;
         conn.create_gc(gc, id, &CreateGCAux::new())
-            .ok()?
+            .map_err(|e| e.to_string())?
             .check()
-            .ok()?;
-        Some(Self {
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
             conn,
             window: id,
             gc,
-            depth,
+            depth: geometry.depth,
         })
+    }
+
+    /// The window's size now, in pixels.
+    pub(crate) fn size(&self) -> Result<(u32, u32), String> {
+        let g = self
+            .conn
+            .get_geometry(self.window)
+            .map_err(|e| e.to_string())?
+            .reply()
+            .map_err(|e| format!("the window is gone: {e}"))?;
+        Ok((u32::from(g.width), u32::from(g.height)))
     }
 
     /// Puts `height` rows of `pixels` (`FORMAT`, `pitch` bytes a row) at

@@ -4,6 +4,7 @@
 mod context;
 mod device;
 mod encoder;
+pub mod names;
 pub mod pool;
 mod queue;
 pub mod report;
