@@ -13,8 +13,8 @@ use pyo3::types::{PyBytes, PyDict};
 use stagehand_gpu::Gpu as RustGpu;
 use stagehand_gpu::upload::UploadEngine;
 use stagehand_play::{
-    Event, Mode, NativeWindow, PictureReader, PlayOptions, PlaySummary, Player as RustPlayer,
-    Status, engine_config,
+    Command, Event, Mode, NativeWindow, PictureReader, PlayOptions, PlaySummary,
+    Player as RustPlayer, Remote, Screen, Status, WindowOptions, engine_config,
 };
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -37,6 +37,8 @@ pub struct Player {
     handlers: Handlers,
     reader: Mutex<Option<PictureReader>>,
     summary: Mutex<Option<Py<PyAny>>>,
+    /// What it was opened with, for `run_window`.
+    options: PlayOptions,
 }
 
 impl Player {
@@ -219,10 +221,11 @@ impl Player {
                 Arc::new(py.detach(|| RustGpu::open(&options)).map_err(errors::gpu)?)
             }
         };
+        let opened = options.clone();
         let player = py
             .detach(|| {
                 let engine = Arc::new(UploadEngine::new(Arc::clone(&gpu), engine_config(1))?);
-                RustPlayer::open(&gpu, &engine, options)
+                RustPlayer::open(&gpu, &engine, opened)
             })
             .map_err(errors::play)?;
         let handlers: Handlers = Arc::default();
@@ -233,6 +236,7 @@ impl Player {
             handlers,
             reader: Mutex::new(None),
             summary: Mutex::new(None),
+            options,
         })
     }
 
@@ -468,6 +472,73 @@ impl Player {
             player: Arc::downgrade(&self.player()?),
             window: Mutex::new(Some(window)),
         })
+    }
+
+    /// Plays the same source in a window of stagehand's own, with its
+    /// transport keys, timeline and heads-up display, from the first
+    /// frame of the range, until the window is closed (or Q, Esc) or
+    /// `seconds` have played; returns that playback's summary. This
+    /// player is paused meanwhile. Blocks (without the interpreter); one
+    /// window per process (the windowing library allows one event loop).
+    #[pyo3(signature = (seconds=None, paused=false, size=(1280, 720)))]
+    fn run_window(
+        &self,
+        py: Python<'_>,
+        seconds: Option<f64>,
+        paused: bool,
+        size: (u32, u32),
+    ) -> PyResult<Py<PyAny>> {
+        self.player()?.pause();
+        let mut options = self.options.clone();
+        options.start_paused = paused;
+        options.output_size = size;
+        if let Some(seconds) = seconds
+            && !(seconds.is_finite() && seconds > 0.0 && seconds <= 1e6)
+        {
+            return Err(errors::invalid(format!(
+                "run_window(seconds={seconds}): must be above 0"
+            )));
+        }
+        // Quits after `seconds` of wall time, held frames included (a
+        // range that does not loop holds its last frame, ticking on).
+        let remote = Remote::new();
+        options.remote = Some(remote.clone());
+        let (ended, ended_rx) = crossbeam_channel::bounded::<()>(1);
+        if let Some(seconds) = seconds {
+            let limit = Duration::from_secs_f64(seconds);
+            std::thread::Builder::new()
+                .name("stagehand window timer".into())
+                .spawn(move || {
+                    if ended_rx.recv_timeout(limit).is_err() {
+                        remote.send(Command::Quit);
+                    }
+                })
+                .map_err(|e| {
+                    errors::raise("PlayerError", format!("could not start a timer: {e}"))
+                })?;
+        }
+        let summary = py
+            .detach(|| -> Result<PlaySummary, stagehand_play::PlayError> {
+                let mut screen = Screen::open(&WindowOptions {
+                    size,
+                    fullscreen: false,
+                    title: "stagehand play".into(),
+                    present: options.present,
+                })?;
+                let gpu = Arc::new(RustGpu::open(&stagehand_gpu::GpuOptions {
+                    wanted_features: stagehand_play::wanted_features(),
+                    display: Some(screen.display_handle()),
+                    ..Default::default()
+                })?);
+                let engine = UploadEngine::new(Arc::clone(&gpu), engine_config(options.threads))?;
+                stagehand_play::play_in(&gpu, &engine, &options, &mut screen, |_| {
+                    std::ops::ControlFlow::Continue(())
+                })
+            })
+            .map_err(errors::play);
+        drop(ended);
+        let summary = summary?;
+        summary_dict(py, &summary)
     }
 
     /// Ends playback and returns its summary (a dict: frames shown,

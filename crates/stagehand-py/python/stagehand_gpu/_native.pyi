@@ -231,6 +231,10 @@ class Player:
         """The picture drawn at width x height, letterboxed, RGBA rows."""
     def attach_window(self, window_id: int, display: str | None = None) -> NativeView:
         """Presents into the X11 window window_id."""
+    def run_window(
+        self, seconds: float | None = None, paused: bool = False, size: tuple[int, int] = (1280, 720)
+    ) -> dict[str, Any]:
+        """Plays the source in stagehand's own window (keys, timeline) until closed or seconds; blocks."""
     def close(self) -> dict[str, Any]:
         """Ends playback; the summary."""
     def summary(self) -> dict[str, Any] | None:
