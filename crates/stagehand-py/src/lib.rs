@@ -6,7 +6,7 @@
 //! Every call that can wait (opening a GPU, an upload into a full ring, a
 //! player opening, a read-back) lets go of the interpreter while it waits.
 //! Python code that stagehand calls (upload callbacks, player events) runs
-//! on one thread of stagehand's, in order ([`python_thread`]).
+//! on one thread of stagehand's, in order (`python_thread.rs`).
 
 mod errors;
 mod gpu;

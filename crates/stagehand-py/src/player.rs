@@ -269,8 +269,15 @@ impl Player {
         Ok(())
     }
 
-    /// Changes the exposure of scene-linear sources by `stops`.
+    /// Changes the exposure of scene-linear sources by `stops`
+    /// (-32 to 32).
     fn expose(&self, stops: f32) -> PyResult<()> {
+        let most = stagehand_play::options::MAX_EXPOSURE as f32;
+        if !(stops.is_finite() && stops.abs() <= most) {
+            return Err(errors::invalid(format!(
+                "expose({stops}): stops must be from -{most} to {most}"
+            )));
+        }
         self.player()?.expose(stops);
         Ok(())
     }
@@ -308,9 +315,13 @@ impl Player {
         Ok(self.status()?.looped)
     }
 
+    /// Waits (a second at most) for the player to take it, so that
+    /// reading it back says what was set.
     #[setter]
-    fn set_looped(&self, on: bool) -> PyResult<()> {
-        self.player()?.set_looped(on);
+    fn set_looped(&self, py: Python<'_>, on: bool) -> PyResult<()> {
+        let player = self.player()?;
+        player.set_looped(on);
+        py.detach(|| player.wait(Duration::from_secs(1), |s| s.looped == on || s.ended));
         Ok(())
     }
 

@@ -89,6 +89,12 @@ impl UploadEngine {
     ) -> PyResult<StreamedTexture> {
         let texture_format = names::texture_format(format).map_err(errors::gpu)?;
         let policy = staging_policy(staging)?;
+        let most = self.gpu.device().limits().max_texture_dimension_2d;
+        if !(1..=most).contains(&width) || !(1..=most).contains(&height) {
+            return Err(errors::invalid(format!(
+                "a texture of {width}x{height}: each side must be 1 to {most} on this device"
+            )));
+        }
         let sample = Sample::of(texture_format)?;
         let texture = self
             .engine()?
@@ -126,7 +132,9 @@ impl UploadEngine {
     /// (bytes a second over the last second), `staging_held`, `workers`,
     /// `priority`, `callback_panics`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let stats = self.engine()?.stats();
+        let mut stats = self.engine()?.stats();
+        // The names the constructor takes.
+        stats.priority = stats.priority.to_ascii_lowercase();
         let value = serde_json::to_value(stats).map_err(|e| errors::invalid(e.to_string()))?;
         json_to_py(py, &value)
     }
