@@ -45,14 +45,26 @@ pub fn gpu(e: stagehand_gpu::Error) -> PyErr {
     raise(class, e.to_string())
 }
 
+/// A pool error: out-of-memory (past the budget or the device's memory)
+/// is `OutOfMemoryError`.
+pub fn pool(e: stagehand_gpu::pool::PoolError) -> PyErr {
+    use stagehand_gpu::pool::PoolError as P;
+    let class = match &e {
+        _ if e.is_oom() => "OutOfMemoryError",
+        P::InvalidRequest { .. } | P::InvalidConfig(_) => "InvalidArgumentError",
+        _ => "GpuError",
+    };
+    raise(class, e.to_string())
+}
+
 /// An upload error.
 pub fn upload(e: UploadError) -> PyErr {
     use UploadError as U;
     let class = match &e {
-        U::Staging(p) if p.is_oom() => "OutOfMemoryError",
+        U::Staging(p) => return pool(p.clone()),
         U::Released | U::ShutDown => "ClosedError",
         U::WouldBlock(_) => "WouldBlockError",
-        U::Device(_) | U::Create(_) | U::Staging(_) => "GpuError",
+        U::Device(_) | U::Create(_) => "GpuError",
         _ => "InvalidArgumentError",
     };
     raise(class, e.to_string())
@@ -65,7 +77,7 @@ pub fn play(e: PlayError) -> PyErr {
         P::Gpu(e) => return gpu(e),
         P::Upload(e) => return upload(e),
         P::Frame(ref inner) => return play_shared(inner, &e),
-        P::Memory(ref p) if p.is_oom() => "OutOfMemoryError",
+        P::Memory(p) => return pool(p),
         P::NoFrames(_)
         | P::Unsupported { .. }
         | P::Io { .. }

@@ -261,21 +261,25 @@ pub struct Report {
 #[pymethods]
 impl Report {
     /// The sections as dicts, by name. `object_counts` is keyed by object
-    /// kind, each `{'count': n, 'resource_mem': bytes, 'peak': n,
-    /// 'peak_mem': bytes, 'created': n}` (bytes 0 for kinds that hold no
-    /// memory).
+    /// kind, each `{'count': n, 'resource_mem': bytes}` as wgpu-py has it
+    /// (bytes 0 for kinds that hold no memory); the peaks and creation
+    /// counts are in `object_peaks`, keyed the same way, each
+    /// `{'count': n, 'resource_mem': bytes, 'created': n}`.
     fn get_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
         for name in self.inner.names() {
             let Some(section) = self.inner.section(name) else {
                 continue;
             };
-            let value = if name == "object_counts" {
-                object_counts(section)
+            if name == "object_counts" {
+                out.set_item(name, json_to_py(py, &object_counts(section, false))?)?;
+                out.set_item(
+                    "object_peaks",
+                    json_to_py(py, &object_counts(section, true))?,
+                )?;
             } else {
-                section.clone()
-            };
-            out.set_item(name, json_to_py(py, &value)?)?;
+                out.set_item(name, json_to_py(py, section)?)?;
+            }
         }
         Ok(out)
     }
@@ -299,24 +303,25 @@ impl Report {
     }
 }
 
-/// The object counts keyed by kind, in wgpu-py's shape.
-fn object_counts(section: &serde_json::Value) -> serde_json::Value {
+/// The object counts keyed by kind, in wgpu-py's shape: now, or (`peaks`)
+/// the highest since the start and the number ever created.
+fn object_counts(section: &serde_json::Value, peaks: bool) -> serde_json::Value {
     let mut out = serde_json::Map::new();
     let objects = section["objects"].as_array().cloned().unwrap_or_default();
     for o in objects {
         let Some(kind) = o["kind"].as_str() else {
             continue;
         };
-        out.insert(
-            kind.to_owned(),
+        let counts = if peaks {
             serde_json::json!({
-                "count": o["count"],
-                "resource_mem": o["bytes"],
-                "peak": o["peak_count"],
-                "peak_mem": o["peak_bytes"],
+                "count": o["peak_count"],
+                "resource_mem": o["peak_bytes"],
                 "created": o["created"],
-            }),
-        );
+            })
+        } else {
+            serde_json::json!({ "count": o["count"], "resource_mem": o["bytes"] })
+        };
+        out.insert(kind.to_owned(), counts);
     }
     serde_json::Value::Object(out)
 }

@@ -11,6 +11,7 @@
 mod errors;
 mod gpu;
 mod player;
+mod pool;
 mod python_thread;
 mod upload;
 
@@ -28,6 +29,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<gpu::Texture>()?;
     m.add_class::<gpu::Report>()?;
     m.add_class::<gpu::LeakCheck>()?;
+    m.add_class::<pool::BufferPool>()?;
+    m.add_class::<pool::PooledBuffer>()?;
     m.add_class::<upload::UploadEngine>()?;
     m.add_class::<upload::StreamedTexture>()?;
     m.add_class::<upload::Upload>()?;

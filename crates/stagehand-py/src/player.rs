@@ -579,10 +579,28 @@ impl Player {
         Ok(summary)
     }
 
-    /// The summary once closed (what `close()` returned); `None` while
-    /// playing.
-    fn summary(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.summary.lock().as_ref().map(|s| s.clone_ref(py))
+    /// The summary: once closed, the whole of it (what `close()`
+    /// returned); while open, the summary so far: `frames` (`pushed`,
+    /// `shown`, `dropped`, `late`, `failed`, `discarded`, as in the whole
+    /// summary), `ticks` run, the upload `bandwidth` in bytes a second,
+    /// the `frame` on screen, `playing`, and `cache` (as `cache_info()`).
+    fn summary(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some(summary) = self.summary.lock().as_ref() {
+            return Ok(summary.clone_ref(py));
+        }
+        let player = self.player()?;
+        let status = player.status();
+        let progress = player.progress();
+        let out = PyDict::new(py);
+        let frames = progress.map(|p| p.frames).unwrap_or_default();
+        let frames = serde_json::to_value(frames).map_err(|e| errors::invalid(e.to_string()))?;
+        out.set_item("frames", json_to_py(py, &frames)?)?;
+        out.set_item("ticks", progress.map_or(0, |p| p.tick))?;
+        out.set_item("bandwidth", progress.map_or(0.0, |p| p.bandwidth))?;
+        out.set_item("frame", status.position)?;
+        out.set_item("playing", status.playing)?;
+        out.set_item("cache", self.cache_info(py)?)?;
+        Ok(out.into_any().unbind())
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

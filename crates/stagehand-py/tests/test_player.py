@@ -44,8 +44,7 @@ class Events:
 def player(gpu, sequence):
     player = stagehand_gpu.Player(sequence, fps=24, size=FRAME_SIZE, gpu=gpu)
     yield player
-    if player.summary() is None:
-        player.close()
+    player.close()  # closing a closed player returns its summary again
 
 
 def eventually(predicate, timeout=10):
@@ -171,9 +170,11 @@ def test_resize_redraws_the_picture_at_the_new_size(player, frame_colours):
 
 
 def test_close_returns_the_summary_and_then_commands_raise_closed_error(player):
-    assert player.summary() is None
+    so_far = player.summary()
+    assert so_far["frame"] == 0 and so_far["playing"] is False, so_far
     summary = player.close()
     assert isinstance(summary, dict) and summary
+    assert summary["frames"]["shown"] >= 1, summary["frames"]
     assert player.summary() == summary
     assert player.close() == summary  # closing twice returns the same
     assert player.ended is True
@@ -257,3 +258,15 @@ def test_run_window_plays_the_source_in_a_window_of_its_own_for_the_seconds_aske
     assert 0.9 < elapsed < 30, elapsed
     # The player it came from was paused meanwhile and still answers.
     assert player.playing is False and player.frame is not None
+
+
+def test_the_summary_so_far_counts_the_frames_shown_while_playing(player):
+    player.play()
+    assert player.wait(frame=11, timeout=20), player.frame
+    so_far = player.summary()
+    assert set(so_far) >= {"frames", "ticks", "bandwidth", "frame", "playing", "cache"}, so_far
+    assert so_far["frames"]["shown"] >= 1, so_far["frames"]
+    assert so_far["ticks"] >= so_far["frames"]["shown"], so_far
+    assert so_far["cache"]["frames"] >= 1, so_far["cache"]
+    # The whole summary at close counts at least as many.
+    assert player.close()["frames"]["shown"] >= so_far["frames"]["shown"]

@@ -17,16 +17,20 @@ def counts(gpu, kind):
 
 def test_three_buffers_count_784_bytes_as_in_seed_000(gpu):
     before = counts(gpu, "Buffer")
+    before_peaks = gpu.report().get_dict()["object_peaks"]["Buffer"]
     buffers = [gpu.create_buffer(size, "vertex|copy_dst") for size in (256, 256, 272)]
-    after = counts(gpu, "Buffer")
-    assert [b.size for b in buffers] == [256, 256, 272]
-    assert after["count"] - before["count"] == 3
-    assert after["resource_mem"] - before["resource_mem"] == 784
-    assert after["created"] - before["created"] == 3
-    assert after["peak"] >= after["count"]
-    assert after["peak_mem"] >= after["resource_mem"]
-    for b in buffers:
-        b.destroy()
+    try:
+        after = counts(gpu, "Buffer")
+        peaks = gpu.report().get_dict()["object_peaks"]["Buffer"]
+        assert [b.size for b in buffers] == [256, 256, 272]
+        assert after["count"] - before["count"] == 3
+        assert after["resource_mem"] - before["resource_mem"] == 784
+        assert peaks["created"] - before_peaks["created"] == 3
+        assert peaks["count"] >= after["count"]
+        assert peaks["resource_mem"] >= after["resource_mem"]
+    finally:
+        for b in buffers:
+            b.destroy()
 
 
 def test_a_128x128_rgba8_texture_counts_65536_bytes(gpu):
@@ -142,3 +146,34 @@ def test_the_gpu_opens_on_the_backend_wgpu_backend_names(gpu):
         pytest.skip("WGPU_BACKEND names no single backend")
     assert gpu.backend == wanted.strip().lower()
     assert gpu.backend in gpu.adapter.lower()
+
+
+def test_object_counts_are_exactly_wgpu_pys_shape_and_the_peaks_sit_beside_them(gpu):
+    before = gpu.report().get_dict()
+    buffer = gpu.create_buffer(784, "vertex|copy_dst")
+    counts = gpu.report().get_dict()
+    assert set(counts["object_counts"]["Buffer"]) == {"count", "resource_mem"}
+    assert counts["object_counts"]["Buffer"]["count"] == before["object_counts"]["Buffer"]["count"] + 1
+    peaks = counts["object_peaks"]["Buffer"]
+    assert peaks["count"] >= counts["object_counts"]["Buffer"]["count"]
+    assert peaks["created"] == before["object_peaks"]["Buffer"]["created"] + 1
+    buffer.destroy()
+
+
+def test_a_pool_over_its_budget_raises_out_of_memory_a_memory_error(gpu):
+    pool = stagehand_gpu.BufferPool(gpu, budget=1 << 20, name="test pool")
+    held = pool.take(512 << 10, "storage|copy_dst")
+    assert held.capacity >= 512 << 10
+    with pytest.raises(stagehand_gpu.OutOfMemoryError) as caught:
+        pool.take(1 << 20, "storage|copy_dst")
+    assert isinstance(caught.value, MemoryError)
+    assert "budget" in str(caught.value), str(caught.value)
+    # Given back, the block is reused: a hit, no new allocation.
+    held.release()
+    allocations = pool.stats()["allocations"]
+    again = pool.take(512 << 10, "storage|copy_dst")
+    stats = pool.stats()
+    assert stats["allocations"] == allocations and stats["hits"] >= 1, stats
+    again.release()
+    pool.trim()
+    assert pool.stats()["held"] == 0

@@ -69,9 +69,15 @@ impl Player {
         options.watch = Some(watch.clone());
         let thread = {
             let (gpu, engine) = (Arc::clone(gpu), Arc::clone(engine));
+            let progress = watch.clone();
             std::thread::Builder::new()
                 .name("stagehand player".into())
-                .spawn(move || crate::play(&gpu, &engine, &options, |_| ControlFlow::Continue(())))
+                .spawn(move || {
+                    crate::play(&gpu, &engine, &options, |p| {
+                        progress.set_progress(p);
+                        ControlFlow::Continue(())
+                    })
+                })
                 .map_err(|e| PlayError::Thread(format!("could not start the player: {e}")))?
         };
         let mut player = Self {
@@ -163,6 +169,14 @@ impl Player {
     /// device); `None` for synthetic frames.
     pub fn cache_info(&self) -> Option<CacheInfo> {
         self.watch.cache_info()
+    }
+
+    /// The summary so far: ticks run, frames pushed, shown, dropped and
+    /// late, the upload bandwidth, as of the render loop's latest tick;
+    /// `None` before its first. [`close`](Self::close) returns the whole
+    /// summary.
+    pub fn progress(&self) -> Option<crate::Progress> {
+        self.watch.progress()
     }
 
     /// The events, as they happen: frame changed, play started and

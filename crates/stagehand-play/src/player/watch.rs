@@ -119,6 +119,8 @@ struct Inner {
     picture: Mutex<Option<wgpu::Texture>>,
     /// The frame cache, where the source has one.
     cache: Mutex<Option<Arc<FrameCache>>>,
+    /// The render loop's latest progress: the summary so far.
+    progress: Mutex<Option<crate::Progress>>,
 }
 
 impl Watch {
@@ -169,6 +171,18 @@ impl Watch {
             ram,
             device,
         })
+    }
+
+    /// The render loop's latest progress (ticks run, frames pushed, shown,
+    /// dropped and late so far, the upload bandwidth); `None` before its
+    /// first tick.
+    pub fn progress(&self) -> Option<crate::Progress> {
+        *self.inner.progress.lock()
+    }
+
+    /// Records the render loop's progress, for [`progress`](Self::progress).
+    pub(crate) fn set_progress(&self, progress: crate::Progress) {
+        *self.inner.progress.lock() = Some(progress);
     }
 
     /// Records the frame cache, for [`cache_info`](Self::cache_info).

@@ -29,10 +29,12 @@ from ._errors import (
 )
 from ._native import (
     Buffer,
+    BufferPool,
     Gpu,
     LeakCheck,
     NativeView,
     Player,
+    PooledBuffer,
     Report,
     StreamedTexture,
     Texture,
@@ -42,6 +44,7 @@ from ._native import (
 
 __all__ = [
     "Buffer",
+    "BufferPool",
     "ClosedError",
     "Gpu",
     "GpuError",
@@ -54,6 +57,7 @@ __all__ = [
     "OutOfMemoryError",
     "Player",
     "PlayerError",
+    "PooledBuffer",
     "Report",
     "SourceError",
     "StagehandError",

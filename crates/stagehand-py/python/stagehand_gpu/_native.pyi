@@ -9,9 +9,6 @@ from typing import Any, Literal, TypedDict
 class ObjectCount(TypedDict):
     count: int
     resource_mem: int
-    peak: int
-    peak_mem: int
-    created: int
 
 class Gpu:
     """A GPU: an adapter, its device and queue, and the tracker that counts every object made through it."""
@@ -79,7 +76,8 @@ class Report:
     """The diagnostics report at one moment."""
 
     def get_dict(self) -> dict[str, Any]:
-        """The sections as dicts; ``object_counts`` maps kind -> ObjectCount."""
+        """The sections as dicts; ``object_counts`` maps kind -> {'count', 'resource_mem'}
+        (wgpu-py's shape), ``object_peaks`` kind -> {'count', 'resource_mem', 'created'}."""
     def names(self) -> list[str]:
         """The section names, in order."""
     def to_json(self) -> str:
@@ -92,6 +90,33 @@ class LeakCheck:
 
     def __enter__(self) -> LeakCheck: ...
     def __exit__(self, kind: Any = None, value: Any = None, traceback: Any = None) -> bool: ...
+
+class BufferPool:
+    """A caching pool of device buffers: size classes, free lists, a budget."""
+
+    def __init__(self, gpu: Gpu, budget: int | None = None, name: str = "pool") -> None: ...
+    def take(self, size: int, usage: str) -> PooledBuffer:
+        """A buffer of at least size bytes; OutOfMemoryError past the budget or the device's memory."""
+    def trim(self) -> None:
+        """Gives every idle buffer back to the device."""
+    def end_batch(self) -> None:
+        """Size classes no request touched in the batch are given back."""
+    def set_budget(self, budget: int | None) -> None: ...
+    def stats(self) -> dict[str, Any]:
+        """held, peak_held, in_use, idle, budget, hits, misses, allocations, frees, trims, ..."""
+
+class PooledBuffer:
+    """A buffer taken from a pool; given back when released or collected."""
+
+    @property
+    def size(self) -> int: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def released(self) -> bool: ...
+    def release(self) -> None: ...
+    def __enter__(self) -> PooledBuffer: ...
+    def __exit__(self, *args: Any) -> bool: ...
 
 class UploadStats(TypedDict):
     workers: int
@@ -237,8 +262,8 @@ class Player:
         """Plays the source in stagehand's own window (keys, timeline) until closed or seconds; blocks."""
     def close(self) -> dict[str, Any]:
         """Ends playback; the summary."""
-    def summary(self) -> dict[str, Any] | None:
-        """The summary once closed."""
+    def summary(self) -> dict[str, Any]:
+        """The whole summary once closed; while open, the summary so far (frames, ticks, bandwidth, frame, playing, cache)."""
     def __enter__(self) -> Player: ...
     def __exit__(self, *args: Any) -> bool: ...
 
