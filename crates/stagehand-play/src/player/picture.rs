@@ -7,6 +7,7 @@ use super::handle::Player;
 use crate::PlayError;
 use crate::options::MAX_OUTPUT_SIDE;
 use crate::render::readback::Readback;
+use crate::render::texture_2d;
 use stagehand_gpu::Gpu;
 use stagehand_gpu::diag::Tracked;
 use std::sync::Arc;
@@ -87,20 +88,12 @@ impl PictureReader {
     fn target_of(&mut self, size: (u32, u32)) -> Result<&wgpu::Texture, PlayError> {
         if self.target.as_ref().is_none_or(|(_, s)| *s != size) {
             self.target = None;
-            let texture = self.gpu.device().create_texture(&wgpu::TextureDescriptor {
-                label: Some("player picture read back"),
-                size: wgpu::Extent3d {
-                    width: size.0,
-                    height: size.1,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format: self.format,
-                usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
-                view_formats: &[],
-            })?;
+            let texture = self.gpu.device().create_texture(&texture_2d(
+                "player picture read back",
+                size,
+                self.format,
+                wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+            ))?;
             self.target = Some((texture, size));
         }
         match &self.target {
