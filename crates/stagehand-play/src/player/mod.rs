@@ -20,18 +20,16 @@ use crate::cache::{CacheConfig, Closed, FrameCache};
 use crate::format::{self, FormatPlan};
 use crate::frame_buffers::FrameBuffers;
 use crate::gpu_cache::{GpuCache, Handoff, Place, TierTextures};
-use crate::options::{Mode, PlayOptions, Preroll};
+use crate::options::{Mode, PlayOptions};
 use crate::pattern;
 use crate::render::overlay::Overlay;
-use crate::render::{Display, Renderer, read_texture};
+use crate::render::{Display, Renderer};
 use crate::source::{
     self, Frame, FrameInfo, Frames, Gaps, SampleType, Sequence, SequenceFrames, check_size,
 };
-use crate::summary::{
-    FrameBufferStats, Millis, PassStats, PlaySummary, Progress, Saved, SavedTick,
-};
+use crate::summary::{FrameBufferStats, Millis, PlaySummary, Progress, SavedTick};
 use crate::transport::{Claim, Route};
-use crate::window::{Screen, SurfaceInfo};
+use crate::window::Screen;
 use clock::Clock;
 pub use handle::Player;
 use lead::{Decision, Have, Lead, Moment};
@@ -40,10 +38,9 @@ use parking_lot::Mutex;
 pub use picture::PictureReader;
 use run::Run;
 use stagehand_gpu::Gpu;
-use stagehand_gpu::diag::human_bytes;
 use stagehand_gpu::upload::{
     CopyLayout, EngineConfig, FrameQueue, FrameQueueConfig, Upload, UploadEngine, UploadError,
-    UploadStatus, WaitReady,
+    UploadStatus,
 };
 use std::ops::ControlFlow;
 use std::path::Path;

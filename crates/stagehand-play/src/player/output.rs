@@ -2,9 +2,19 @@
 //! (the timeline and the heads-up display).
 
 use super::run::Run;
-use super::*;
+use super::{Feed, Picture, number_at};
+use crate::PlayError;
+use crate::format;
 use crate::render::Frame;
+use crate::render::overlay::Overlay;
 use crate::render::overlay::{Cell, timeline_texels};
+use crate::render::{Renderer, read_texture};
+use crate::source::Gaps;
+use crate::summary::{Millis, Saved};
+use crate::window::{Screen, SurfaceInfo};
+use stagehand_gpu::Gpu;
+use stagehand_gpu::diag::human_bytes;
+use std::time::{Duration, Instant};
 
 /// Where the render loop draws.
 pub(super) enum Output<'s> {

@@ -2,8 +2,19 @@
 //! step, seek), and what it measures.
 
 use super::output::Output;
-use super::*;
+use super::{Feed, Picture, Shared, spawn_producer};
+use crate::PlayError;
+use crate::gpu_cache::GpuCache;
+use crate::options::{Mode, PlayOptions, Preroll};
+use crate::render::{Display, Renderer};
+use crate::summary::{PassStats, Progress, Saved};
 use crate::transport::Command;
+use stagehand_gpu::Gpu;
+use stagehand_gpu::upload::{UploadEngine, WaitReady};
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// How often a paused window redraws (its overlay moves on: the cache
 /// fills).
