@@ -242,92 +242,97 @@ fn ms(m: &Millis) -> Vec<Cell> {
         .collect()
 }
 
+/// One line of the summary's fields.
+type Field = (String, Cell);
+
+fn field(name: &str, value: impl Into<String>) -> Field {
+    (name.into(), Cell::text(value))
+}
+
 impl PlaySummary {
-    fn fields(&self) -> Vec<(String, Cell)> {
-        let f = &self.frames;
-        let mut fields: Vec<(String, Cell)> = self
-            .warnings
-            .iter()
-            .map(|w| ("warning".into(), Cell::text(w)))
-            .collect();
-        fields.extend([
-            ("adapter".into(), Cell::text(&self.adapter)),
-            ("source".into(), Cell::text(&self.source)),
-            ("output".into(), Cell::text(&self.output)),
-            (
-                "frames".into(),
-                Cell::text(format!(
-                    "{}x{} at {} fps into {}x{}",
-                    self.size.0, self.size.1, self.fps, self.output_size.0, self.output_size.1
-                )),
-            ),
-            (
-                "format".into(),
-                Cell::text(format!(
-                    "{:?} from {} channel(s) of {:?}",
-                    self.format.texture, self.format.source.channels, self.format.source.sample
-                )),
-            ),
-        ]);
+    /// The summary's lines, in the order they print: what played, the
+    /// sound, the picture, the counts, the memory, the frames saved.
+    fn fields(&self) -> Vec<Field> {
+        let mut fields: Vec<Field> = self.warnings.iter().map(|w| field("warning", w)).collect();
+        fields.extend(self.source_fields());
         if let Some(a) = &self.audio {
-            fields.push(("audio".into(), Cell::text(&a.source)));
-            fields.push((
-                "audio out".into(),
-                Cell::text(if a.played {
-                    format!("{} (underruns: {} frames)", a.sink, a.underruns)
-                } else {
-                    a.sink.clone()
-                }),
-            ));
-            if a.played {
-                fields.push((
-                    "a/v drift".into(),
-                    Cell::text(format!(
-                        "|drift| p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms over {} frames; {} skipped to hold sync",
-                        a.drift.p50, a.drift.p99, a.drift.max, a.measured, a.skipped
-                    )),
-                ));
-            }
-            if let Some(e) = &a.error {
-                fields.push(("audio error".into(), Cell::text(e)));
-            }
+            fields.extend(audio_fields(a));
         }
+        fields.extend(self.picture_fields());
+        fields.extend(self.count_fields());
+        fields.extend(self.memory_fields());
+        if self.passes.len() > 1 {
+            let missed: Vec<String> = self.passes.iter().map(|p| p.missed.to_string()).collect();
+            fields.push(field("missed per pass", missed.join(" ")));
+        }
+        fields.extend(self.saved_frames.iter().map(|s| {
+            let shown = match s.frame {
+                Some(n) => format!("frame {n}"),
+                None => "nothing on screen yet".into(),
+            };
+            (format!("tick {}", s.tick), Cell::text(shown))
+        }));
+        fields
+    }
+
+    /// The adapter, the source, the output, the frames and their format.
+    fn source_fields(&self) -> Vec<Field> {
+        let (size, out) = (self.size, self.output_size);
+        let source = &self.format.source;
+        vec![
+            field("adapter", &self.adapter),
+            field("source", &self.source),
+            field("output", &self.output),
+            field(
+                "frames",
+                format!(
+                    "{}x{} at {} fps into {}x{}",
+                    size.0, size.1, self.fps, out.0, out.1
+                ),
+            ),
+            field(
+                "format",
+                format!(
+                    "{:?} from {} channel(s) of {:?}",
+                    self.format.texture, source.channels, source.sample
+                ),
+            ),
+        ]
+    }
+
+    /// The planes of a Y'CbCr source, a reduced precision, the display.
+    fn picture_fields(&self) -> Vec<Field> {
+        let mut fields = Vec::new();
         if let Some(yuv) = &self.format.source.yuv {
-            let (w, h) = (self.size.0, self.size.1);
-            let rgba = u64::from(w) * u64::from(h) * 4;
-            fields.push((
-                "planes".into(),
-                Cell::text(format!(
-                    "Y'CbCr {} {}-bit, {:?} {:?} range, chroma {:?}: {} a frame to upload (RGBA8 would be {})",
-                    match yuv.chroma {
-                        crate::yuv::Chroma::S420 => "4:2:0",
-                        crate::yuv::Chroma::S422 => "4:2:2",
-                        crate::yuv::Chroma::S444 => "4:4:4",
-                    },
-                    yuv.bits,
-                    yuv.matrix,
-                    yuv.range,
-                    yuv.siting,
-                    human_bytes(yuv.packed_bytes(w, h) as u64),
-                    human_bytes(rgba),
-                )),
-            ));
+            fields.push(field("planes", planes_line(yuv, self.size)));
         }
         if let Some(reduction) = &self.format.reduction {
-            fields.push((
-                "precision".into(),
-                Cell::text(format!("reduced: {reduction}")),
-            ));
+            fields.push(field("precision", format!("reduced: {reduction}")));
         }
-        fields.push((
-            "display".into(),
-            Cell::text(match &self.display {
+        fields.push(field(
+            "display",
+            match &self.display {
                 Some(d) => format!("{:?}, exposure {:+} stops", d.transfer, d.exposure),
                 None => "as stored (display-referred source)".into(),
-            }),
+            },
         ));
-        fields.extend([
-            ("mode".into(), Cell::text(format!("{:?}", self.mode))),
+        fields
+    }
+
+    /// The frames' fate, the time taken, the rates.
+    fn count_fields(&self) -> Vec<Field> {
+        let f = &self.frames;
+        let decode = if self.decode_bandwidth > 0.0 {
+            format!(
+                "{}/s, {:.1} frames/s per thread",
+                human_bytes(self.decode_bandwidth as u64),
+                self.decode_fps_per_thread
+            )
+        } else {
+            "generated in place".into()
+        };
+        vec![
+            field("mode", format!("{:?}", self.mode)),
             ("in range".into(), Cell::int(self.frames_in_range)),
             ("pushed".into(), Cell::int(f.pushed)),
             ("presented".into(), Cell::int(f.shown)),
@@ -336,41 +341,35 @@ impl PlaySummary {
             ("failed".into(), Cell::int(f.failed)),
             ("never pushed".into(), Cell::int(self.never_pushed)),
             ("gaps".into(), Cell::int(self.gaps)),
-            (
-                "seconds".into(),
-                Cell::text(format!(
+            field(
+                "seconds",
+                format!(
                     "{:.2} (after a {:.2} s pre-roll of {} frames)",
                     self.seconds, self.preroll, self.prerolled_frames
-                )),
+                ),
             ),
-            (
-                "achieved".into(),
-                Cell::text(format!(
+            field(
+                "achieved",
+                format!(
                     "{:.2} fps (waited {:.2} s for frames)",
                     self.achieved_fps, self.waited
-                )),
+                ),
             ),
-            (
-                "decode".into(),
-                Cell::text(if self.decode_bandwidth > 0.0 {
-                    format!(
-                        "{}/s, {:.1} frames/s per thread",
-                        human_bytes(self.decode_bandwidth as u64),
-                        self.decode_fps_per_thread
-                    )
-                } else {
-                    "generated in place".into()
-                }),
+            field("decode", decode),
+            field(
+                "upload",
+                format!("{}/s", human_bytes(self.upload_bandwidth as u64)),
             ),
-            (
-                "upload".into(),
-                Cell::text(format!("{}/s", human_bytes(self.upload_bandwidth as u64))),
-            ),
-        ]);
+        ]
+    }
+
+    /// The frame cache, the frame buffers, the GPU tier, the peaks.
+    fn memory_fields(&self) -> Vec<Field> {
+        let mut fields = Vec::new();
         if let Some(c) = &self.cache {
-            fields.push((
-                "cache".into(),
-                Cell::text(format!(
+            fields.push(field(
+                "cache",
+                format!(
                     "{} hits, {} misses, {} decoded, {} evicted; peak {} of {}",
                     c.hits,
                     c.misses,
@@ -378,31 +377,31 @@ impl PlaySummary {
                     c.evicted,
                     human_bytes(c.peak_bytes),
                     human_bytes(c.budget)
-                )),
+                ),
             ));
         }
         if let Some(b) = &self.frame_buffers {
-            fields.push((
-                "frame buffers".into(),
-                Cell::text(format!(
+            fields.push(field(
+                "frame buffers",
+                format!(
                     "{} allocated, {} reused; peak {}",
                     b.allocated,
                     b.reused,
                     human_bytes(b.peak_bytes)
-                )),
+                ),
             ));
         }
         if let Some(g) = &self.gpu_cache {
-            fields.push((
-                "gpu cache".into(),
-                Cell::text(format!(
+            fields.push(field(
+                "gpu cache",
+                format!(
                     "{} frames ({} of {}), {} shown with no upload, {} passed over",
                     g.frames,
                     human_bytes(g.bytes),
                     human_bytes(g.budget),
                     g.shown,
                     g.passed_over
-                )),
+                ),
             ));
         }
         fields.extend([
@@ -413,21 +412,53 @@ impl PlaySummary {
             ),
             ("peak textures".into(), Cell::Bytes(self.peak_textures)),
         ]);
-        if self.passes.len() > 1 {
-            let missed: Vec<String> = self.passes.iter().map(|p| p.missed.to_string()).collect();
-            fields.push(("missed per pass".into(), Cell::text(missed.join(" "))));
-        }
-        for s in &self.saved_frames {
-            fields.push((
-                format!("tick {}", s.tick),
-                Cell::text(match s.frame {
-                    Some(n) => format!("frame {n}"),
-                    None => "nothing on screen yet".into(),
-                }),
-            ));
-        }
         fields
     }
+}
+
+/// The sound's lines: its source, its output, the drift, its error.
+fn audio_fields(a: &AudioSummary) -> Vec<Field> {
+    let mut fields = vec![field("audio", &a.source)];
+    fields.push(field(
+        "audio out",
+        if a.played {
+            format!("{} (underruns: {} frames)", a.sink, a.underruns)
+        } else {
+            a.sink.clone()
+        },
+    ));
+    if a.played {
+        fields.push(field(
+            "a/v drift",
+            format!(
+                "|drift| p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms over {} frames; {} skipped to hold sync",
+                a.drift.p50, a.drift.p99, a.drift.max, a.measured, a.skipped
+            ),
+        ));
+    }
+    if let Some(e) = &a.error {
+        fields.push(field("audio error", e));
+    }
+    fields
+}
+
+/// A Y'CbCr source's planes, and what a frame of them costs to upload.
+fn planes_line(yuv: &crate::yuv::Yuv, (w, h): (u32, u32)) -> String {
+    let rgba = u64::from(w) * u64::from(h) * 4;
+    let chroma = match yuv.chroma {
+        crate::yuv::Chroma::S420 => "4:2:0",
+        crate::yuv::Chroma::S422 => "4:2:2",
+        crate::yuv::Chroma::S444 => "4:4:4",
+    };
+    format!(
+        "Y'CbCr {chroma} {}-bit, {:?} {:?} range, chroma {:?}: {} a frame to upload (RGBA8 would be {})",
+        yuv.bits,
+        yuv.matrix,
+        yuv.range,
+        yuv.siting,
+        human_bytes(yuv.packed_bytes(w, h) as u64),
+        human_bytes(rgba),
+    )
 }
 
 impl Section for PlaySummary {
