@@ -124,6 +124,161 @@ fn push_silence(ring: &Ring, mut samples: usize, generation: u64) -> bool {
     true
 }
 
+/// An audio stream opened for decoding: the demuxer, the stream's index
+/// and time base, and its decoder.
+struct Opened {
+    input: ffmpeg::format::context::Input,
+    index: usize,
+    time_base: f64,
+    decoder: ffmpeg::decoder::Audio,
+}
+
+/// Opens `source`'s audio stream and seeks it to the packet at or before
+/// `from` seconds.
+fn open_at(source: &AudioSource, from: f64) -> Result<Opened, String> {
+    let mut input = ffmpeg::format::input(&source.path).map_err(|e| e.to_string())?;
+    let stream = input
+        .streams()
+        .best(ffmpeg::media::Type::Audio)
+        .ok_or("the audio stream went away")?;
+    let index = stream.index();
+    let time_base = f64::from(stream.time_base());
+    let context =
+        ffmpeg::codec::Context::from_parameters(stream.parameters()).map_err(|e| e.to_string())?;
+    let decoder = context.decoder().audio().map_err(|e| e.to_string())?;
+    if from > source.start {
+        let ts = (from * f64::from(ffmpeg::ffi::AV_TIME_BASE)) as i64;
+        // To the packet at or before `from`; samples before it are cut later.
+        let _ = input.seek(ts, ..ts);
+    }
+    Ok(Opened {
+        input,
+        index,
+        time_base,
+        decoder,
+    })
+}
+
+/// Decoded frames into packed `f32` samples at the output's rate and
+/// channels; the resampler is built anew when the input's format, layout
+/// or rate changes midway.
+struct Resample {
+    built: Option<(ResamplerInput, ffmpeg::software::resampling::Context)>,
+    layout: ffmpeg::ChannelLayout,
+    rate: u32,
+    channels: u16,
+}
+
+impl Resample {
+    fn new(rate: u32, channels: u16) -> Result<Self, String> {
+        let layout = layout_for(channels)
+            .ok_or_else(|| format!("no channel layout for the output's {channels} channels"))?;
+        Ok(Self {
+            built: None,
+            layout,
+            rate,
+            channels,
+        })
+    }
+
+    /// `frame`'s samples at the output's rate and channels.
+    fn convert(&mut self, frame: &mut ffmpeg::frame::Audio) -> Result<Vec<f32>, String> {
+        // Some decoders (PCM in WAV) leave the layout unset: give the
+        // frame the one the resampler is told, or it refuses the frame as
+        // changed.
+        if frame.channel_layout().is_empty()
+            && let Some(l) = layout_for(frame.channels())
+        {
+            frame.set_channel_layout(l);
+        }
+        let input: ResamplerInput = (frame.format(), frame.channel_layout(), frame.rate());
+        if !(super::MIN_RATE..=super::MAX_RATE).contains(&input.2) {
+            return Err(format!(
+                "its audio changed to {} Hz midway; the player takes {} to {} Hz",
+                input.2,
+                super::MIN_RATE,
+                super::MAX_RATE
+            ));
+        }
+        let packed = ffmpeg::format::Sample::F32(ffmpeg::format::sample::Type::Packed);
+        let resampler = match &mut self.built {
+            Some((built, r)) if *built == input => r,
+            _ => {
+                let r = ffmpeg::software::resampling::Context::get(
+                    input.0,
+                    input.1,
+                    input.2,
+                    packed,
+                    self.layout,
+                    self.rate,
+                )
+                .map_err(|e| format!("cannot resample its audio: {e}"))?;
+                &mut self.built.insert((input, r)).1
+            }
+        };
+        // Room for all of it at the new rate, and what the resampler holds
+        // back from the last frame.
+        let room = (frame.samples() as u64 * u64::from(self.rate))
+            .div_ceil(u64::from(frame.rate().max(1))) as usize
+            + 1024;
+        let mut out = ffmpeg::frame::Audio::new(packed, room, self.layout);
+        out.set_rate(self.rate);
+        resampler.run(frame, &mut out).map_err(|e| e.to_string())?;
+        let n = out.samples() * usize::from(self.channels);
+        Ok(out.data(0)[..n * 4]
+            .chunks_exact(4)
+            .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    }
+}
+
+/// Where the stream's first samples go on the timeline: the first frame
+/// out places it (the seek landed at or before `from`), cutting what lies
+/// before `from` or padding with silence up to the frame; from then on
+/// every sample goes out, one after another.
+struct Placement {
+    placed: bool,
+    from: f64,
+    /// Seconds a sample lasts.
+    step: f64,
+    channels: usize,
+}
+
+/// What to do with a frame's samples.
+enum Place {
+    /// Push the samples from this index on.
+    From(usize),
+    /// All of them lie before `from`: push nothing.
+    Skip,
+    /// The ring closed (or its generation changed) while padding.
+    Closed,
+}
+
+impl Placement {
+    fn place(&mut self, pts: Option<f64>, len: usize, ring: &Ring, generation: u64) -> Place {
+        if self.placed {
+            return Place::From(0);
+        }
+        let first = pts.unwrap_or(self.from);
+        // `as` saturates: a wild timestamp gives a long count, never an
+        // overflow.
+        let samples = (((self.from - first).abs() / self.step).round() as usize)
+            .saturating_mul(self.channels);
+        if first < self.from {
+            if samples >= len {
+                return Place::Skip;
+            }
+            self.placed = true;
+            return Place::From(samples);
+        }
+        if !push_silence(ring, samples, generation) {
+            return Place::Closed;
+        }
+        self.placed = true;
+        Place::From(0)
+    }
+}
+
 /// Decodes `source` from `from` seconds of its timeline (earlier samples
 /// are dropped; a time before its start is padded with silence) into
 /// `ring` at `rate` and `channels`, for `generation`, until the ring
@@ -136,112 +291,30 @@ pub(super) fn run(
     ring: &Arc<Ring>,
     generation: u64,
 ) -> Result<(), String> {
-    let mut input = ffmpeg::format::input(&source.path).map_err(|e| e.to_string())?;
-    let stream = input
-        .streams()
-        .best(ffmpeg::media::Type::Audio)
-        .ok_or("the audio stream went away")?;
-    let index = stream.index();
-    let time_base = f64::from(stream.time_base());
-    let context =
-        ffmpeg::codec::Context::from_parameters(stream.parameters()).map_err(|e| e.to_string())?;
-    let mut decoder = context.decoder().audio().map_err(|e| e.to_string())?;
-    if from > source.start {
-        let ts = (from * f64::from(ffmpeg::ffi::AV_TIME_BASE)) as i64;
-        // To the packet at or before `from`; samples before it are cut below.
-        let _ = input.seek(ts, ..ts);
-    }
-    let layout = |l: ffmpeg::ChannelLayout, n: u16| {
-        if l.is_empty() {
-            layout_for(n).unwrap_or(l)
-        } else {
-            l
-        }
+    let Opened {
+        mut input,
+        index,
+        time_base,
+        mut decoder,
+    } = open_at(source, from)?;
+    let mut resample = Resample::new(rate, channels)?;
+    let mut placement = Placement {
+        placed: false,
+        from,
+        step: 1.0 / f64::from(rate),
+        channels: usize::from(channels),
     };
-    let out_layout = layout_for(channels)
-        .ok_or_else(|| format!("no channel layout for the output's {channels} channels"))?;
-    let mut resampler: Option<(ResamplerInput, ffmpeg::software::resampling::Context)> = None;
-    let step = 1.0 / f64::from(rate);
-    // Whether the stream has been placed on the timeline.
-    let mut placed = false;
     let mut frame = ffmpeg::frame::Audio::empty();
     let mut ended = false;
     loop {
         match decoder.receive_frame(&mut frame) {
             Ok(()) => {
                 let pts = frame.pts().map(|p| p as f64 * time_base);
-                // Some decoders (PCM in WAV) leave the layout unset: give the
-                // frame the one the resampler is told, or it refuses the
-                // frame as changed.
-                if frame.channel_layout().is_empty() {
-                    let l = layout(frame.channel_layout(), frame.channels());
-                    frame.set_channel_layout(l);
-                }
-                let input: ResamplerInput = (frame.format(), frame.channel_layout(), frame.rate());
-                if !(super::MIN_RATE..=super::MAX_RATE).contains(&input.2) {
-                    return Err(format!(
-                        "its audio changed to {} Hz midway; the player takes {} to {} Hz",
-                        input.2,
-                        super::MIN_RATE,
-                        super::MAX_RATE
-                    ));
-                }
-                let r = match &mut resampler {
-                    Some((built, r)) if *built == input => r,
-                    _ => {
-                        let r = ffmpeg::software::resampling::Context::get(
-                            input.0,
-                            input.1,
-                            input.2,
-                            ffmpeg::format::Sample::F32(ffmpeg::format::sample::Type::Packed),
-                            out_layout,
-                            rate,
-                        )
-                        .map_err(|e| format!("cannot resample its audio: {e}"))?;
-                        &mut resampler.insert((input, r)).1
-                    }
-                };
-                // Room for all of it at the new rate, and what the
-                // resampler holds back from the last frame.
-                let room = (frame.samples() as u64 * u64::from(rate))
-                    .div_ceil(u64::from(frame.rate().max(1))) as usize
-                    + 1024;
-                let mut out = ffmpeg::frame::Audio::new(
-                    ffmpeg::format::Sample::F32(ffmpeg::format::sample::Type::Packed),
-                    room,
-                    out_layout,
-                );
-                out.set_rate(rate);
-                r.run(&frame, &mut out).map_err(|e| e.to_string())?;
-                let n = out.samples() * usize::from(channels);
-                let bytes = &out.data(0)[..n * 4];
-                let samples: Vec<f32> = bytes
-                    .chunks_exact(4)
-                    .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-                    .collect();
-                // The first frame out places the stream on the timeline
-                // (the seek landed at or before `from`): cut what lies
-                // before `from`, or pad with silence up to the frame. From
-                // then on every sample goes out, one after another.
-                let mut kept = &samples[..];
-                if !placed {
-                    let first = pts.unwrap_or(from);
-                    // `as` saturates: a wild timestamp gives a long count,
-                    // never an overflow.
-                    let frames = (((from - first).abs() / step).round() as usize)
-                        .saturating_mul(usize::from(channels));
-                    if first < from {
-                        if frames >= samples.len() {
-                            continue;
-                        }
-                        kept = &samples[frames..];
-                    } else if !push_silence(ring, frames, generation) {
-                        return Ok(());
-                    }
-                    placed = true;
-                }
-                if !ring.push(kept, generation) {
-                    return Ok(());
+                let samples = resample.convert(&mut frame)?;
+                match placement.place(pts, samples.len(), ring, generation) {
+                    Place::From(at) if !ring.push(&samples[at..], generation) => return Ok(()),
+                    Place::From(_) | Place::Skip => {}
+                    Place::Closed => return Ok(()),
                 }
                 continue;
             }
