@@ -332,16 +332,26 @@ pub(super) fn run(
         if ring.is_closed() || ring.generation() != generation {
             return Ok(());
         }
-        match crate::source::movie::demux::next_packet(&mut input, index) {
-            // A damaged packet is left out: a moment of silence.
-            Ok(packet) => {
-                let _ = decoder.send_packet(&packet);
-            }
-            // The end, or damage the demuxer could not get past.
-            Err(_) => {
-                ended = true;
-                let _ = decoder.send_eof();
-            }
+        ended = !feed(&mut input, index, &mut decoder);
+    }
+}
+
+/// Sends the decoder the stream's next packet; `false` (and the end of
+/// stream sent) at its end, or at damage the demuxer could not get past.
+/// A damaged packet is left out: a moment of silence.
+fn feed(
+    input: &mut ffmpeg::format::context::Input,
+    index: usize,
+    decoder: &mut ffmpeg::decoder::Audio,
+) -> bool {
+    match crate::source::movie::demux::next_packet(input, index) {
+        Ok(packet) => {
+            let _ = decoder.send_packet(&packet);
+            true
+        }
+        Err(_) => {
+            let _ = decoder.send_eof();
+            false
         }
     }
 }

@@ -229,33 +229,12 @@ fn play_to_end(
     screen: Option<&mut Screen>,
     mut progress: impl FnMut(Progress) -> ControlFlow<()>,
 ) -> Result<PlaySummary, PlayError> {
-    options.validate()?;
-    if options.start_paused && screen.is_none() && options.remote.is_none() {
-        return Err(PlayError::InvalidOption(
-            "--start-paused needs a window: headless, nothing could resume it".into(),
-        ));
-    }
-    let windowed = screen.is_some();
-    // A window, or a player someone drives, runs until told to stop, and
-    // holds the last frame of a range that does not loop.
-    let held = windowed || options.remote.is_some();
+    let held = check_run(options, screen.is_some())?;
     let opened = open_feed(gpu, options, held)?;
-    if let Some(&tick) = options.save_ticks.iter().find(|&&t| t >= opened.total) {
-        return Err(PlayError::InvalidOption(format!(
-            "--save-frame {tick}: playback has only {} ticks (0 to {})",
-            opened.total,
-            opened.total.saturating_sub(1)
-        )));
-    }
+    check_save_ticks(options, &opened)?;
     let period = Duration::from_secs_f64(1.0 / options.fps);
-    let config = FrameQueueConfig {
-        depth: options.depth,
-        staging_buffers: options.staging_buffers,
-        frame_duration: period,
-        ..FrameQueueConfig::default()
-    };
     let desc = texture_desc(opened.plan.source.texture_size(), opened.plan.texture);
-    let queue = Arc::new(FrameQueue::new(engine, &desc, config)?);
+    let queue = frame_queue(engine, &desc, options, period)?;
     // Float sources are scene-linear, whatever texture holds them; integer
     // sources are display-referred and drawn as stored.
     let display = opened
@@ -265,35 +244,153 @@ fn play_to_end(
         .is_float()
         .then_some(options.display);
     let mut output = open_output(gpu, screen, options, &opened)?;
-    let (target_format, output_size) = match &output {
+    let (mut renderer, output_size) =
+        make_renderer(gpu, &queue, &output, options, &opened, display)?;
+    let (gpu_cache, tier) = gpu_tier(engine, &desc, options, &opened)?;
+    let decoders = match &opened.feed {
+        Feed::Frames { frames, .. } => frames.decoders(options.threads),
+        Feed::Synthetic(_) => 0,
+    };
+    let shared = shared_state(queue, options, &opened, held, period, decoders, tier);
+    let audio = open_audio(options, &opened)?;
+    if let Some(a) = &audio {
+        a.keep_time(&shared.clock);
+    }
+    let mut run = start_run(&shared, &opened, decoders, gpu_cache, display)?;
+    if let Some(watch) = &options.watch {
+        show_to(watch, &renderer, &opened.feed);
+    }
+    let result = run.play(
+        gpu,
+        engine,
+        &mut renderer,
+        &mut output,
+        options,
+        &mut progress,
+    );
+    let frames_run = run.stop();
+    if let (Ok(_), Some(watch)) = (&result, &options.watch) {
+        run.report(watch, true);
+    }
+    let ended = Ended {
+        played: result?,
+        frames: frames_run?,
+        output,
+        output_size,
+        display,
+    };
+    let mut summary = summarize(gpu, engine, options, &opened, &mut run, ended);
+    summary.audio = audio.map(|a| a.summary(&mut run, &summary));
+    Ok(summary)
+}
+
+/// Tells `watch` where the picture is drawn and what the cache holds.
+fn show_to(watch: &watch::Watch, renderer: &Renderer, feed: &Feed) {
+    watch.set_picture(renderer.output_texture().clone());
+    if let Feed::Frames { cache, .. } = feed {
+        watch.set_cache(Arc::clone(cache));
+    }
+}
+
+/// Checks what a run needs before anything opens; whether it holds the
+/// last frame of a range that does not loop (a window, or a player
+/// someone drives, runs until told to stop).
+fn check_run(options: &PlayOptions, windowed: bool) -> Result<bool, PlayError> {
+    options.validate()?;
+    if options.start_paused && !windowed && options.remote.is_none() {
+        return Err(PlayError::InvalidOption(
+            "--start-paused needs a window: headless, nothing could resume it".into(),
+        ));
+    }
+    Ok(windowed || options.remote.is_some())
+}
+
+/// Refuses a tick to save that playback never reaches.
+fn check_save_ticks(options: &PlayOptions, opened: &Opened) -> Result<(), PlayError> {
+    match options.save_ticks.iter().find(|&&t| t >= opened.total) {
+        Some(&tick) => Err(PlayError::InvalidOption(format!(
+            "--save-frame {tick}: playback has only {} ticks (0 to {})",
+            opened.total,
+            opened.total.saturating_sub(1)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The frame queue the producer pushes into and the render loop shows.
+fn frame_queue(
+    engine: &UploadEngine,
+    desc: &wgpu::TextureDescriptor<'_>,
+    options: &PlayOptions,
+    period: Duration,
+) -> Result<Arc<FrameQueue>, PlayError> {
+    let config = FrameQueueConfig {
+        depth: options.depth,
+        staging_buffers: options.staging_buffers,
+        frame_duration: period,
+        ..FrameQueueConfig::default()
+    };
+    Ok(Arc::new(FrameQueue::new(engine, desc, config)?))
+}
+
+/// The renderer for `output`, and the size it draws at.
+fn make_renderer(
+    gpu: &Arc<Gpu>,
+    queue: &Arc<FrameQueue>,
+    output: &Output<'_>,
+    options: &PlayOptions,
+    opened: &Opened,
+    display: Option<Display>,
+) -> Result<(Renderer, (u32, u32)), PlayError> {
+    let (target_format, output_size) = match output {
         Output::Offscreen => (crate::render::OUTPUT_FORMAT, options.output_size),
         Output::Window(w) => (w.screen.format(), w.screen.size()),
     };
-    let mut renderer = Renderer::new(
+    let renderer = Renderer::new(
         gpu,
-        &queue,
+        queue,
         opened.size,
         (output_size.0.max(1), output_size.1.max(1)),
         target_format,
         display,
         opened.plan.source.yuv,
     )?;
-    let tier_textures = match (&opened.feed, options.gpu_cache_bytes) {
+    Ok((renderer, output_size))
+}
+
+/// The GPU tier (`--gpu-cache`), where asked for and the source has frames
+/// to keep: what the render loop reads, and what the producer fills.
+fn gpu_tier(
+    engine: &UploadEngine,
+    desc: &wgpu::TextureDescriptor<'static>,
+    options: &PlayOptions,
+    opened: &Opened,
+) -> Result<(Option<GpuCache>, Option<Tier>), PlayError> {
+    let textures = match (&opened.feed, options.gpu_cache_bytes) {
         (Feed::Frames { frames, .. }, Some(budget)) if budget > 0 => {
-            Some(TierTextures::new(engine, &desc, budget, frames.len())?)
+            Some(TierTextures::new(engine, desc, budget, frames.len())?)
         }
         _ => None,
     };
-    let gpu_cache = tier_textures.as_ref().map(GpuCache::new);
-    let tier = tier_textures.map(|textures| Tier {
+    let cache = textures.as_ref().map(GpuCache::new);
+    let tier = textures.map(|textures| Tier {
         textures,
         handoff: Handoff::new(options.depth),
     });
-    let decoders = match &opened.feed {
-        Feed::Frames { frames, .. } => frames.decoders(options.threads),
-        Feed::Synthetic(_) => 0,
-    };
-    let shared = Arc::new(Shared {
+    Ok((cache, tier))
+}
+
+/// What the render loop, the producer and the decoders share.
+fn shared_state(
+    queue: Arc<FrameQueue>,
+    options: &PlayOptions,
+    opened: &Opened,
+    held: bool,
+    period: Duration,
+    decoders: usize,
+    tier: Option<Tier>,
+) -> Arc<Shared> {
+    Arc::new(Shared {
         queue,
         route: Route::new(opened.len, opened.start, options.looped),
         last_tick: (!held).then_some(opened.total),
@@ -313,55 +410,28 @@ fn play_to_end(
         timeline: options.timeline.clone(),
         tier,
         buffers: FrameBuffers::new(),
-    });
-    let audio = open_audio(options, &opened)?;
-    #[cfg(feature = "video")]
-    if let Some(a) = &audio
-        && a.played
-    {
-        let _ = shared.clock.audio.set(Arc::clone(&a.audio));
-    }
+    })
+}
+
+/// Starts the decoders and makes the render loop's state.
+fn start_run<'f>(
+    shared: &Arc<Shared>,
+    opened: &'f Opened,
+    decoders: usize,
+    gpu_cache: Option<GpuCache>,
+    display: Option<Display>,
+) -> Result<Run<'f>, PlayError> {
     let decoder_threads = match &opened.feed {
-        Feed::Frames { frames, cache } => decode::spawn_decoders(frames, cache, decoders, &shared)?,
+        Feed::Frames { frames, cache } => decode::spawn_decoders(frames, cache, decoders, shared)?,
         Feed::Synthetic(_) => Vec::new(),
     };
-    let mut run = Run::new(
-        Arc::clone(&shared),
+    Ok(Run::new(
+        Arc::clone(shared),
         &opened.feed,
         decoder_threads,
         gpu_cache,
         display,
-    );
-    if let Some(watch) = &options.watch {
-        watch.set_picture(renderer.output_texture().clone());
-        if let Feed::Frames { cache, .. } = &opened.feed {
-            watch.set_cache(Arc::clone(cache));
-        }
-    }
-    let result = run.play(
-        gpu,
-        engine,
-        &mut renderer,
-        &mut output,
-        options,
-        &mut progress,
-    );
-    let frames_run = run.stop();
-    if let (Ok(_), Some(watch)) = (&result, &options.watch) {
-        run.report(watch, true);
-    }
-    let played = result?;
-    let frames = frames_run?;
-    let ended = Ended {
-        played,
-        frames,
-        output,
-        output_size,
-        display,
-    };
-    let mut summary = summarize(gpu, engine, options, &opened, &mut run, ended);
-    summary.audio = audio.map(|a| a.summary(&mut run, &summary));
-    Ok(summary)
+    ))
 }
 
 /// Sound for a run, prepared (not yet playing: the clock starts it).
@@ -375,6 +445,16 @@ struct RunAudio {
 }
 
 impl RunAudio {
+    /// Makes the sound keep `clock`, where it plays.
+    fn keep_time(&self, clock: &Clock) {
+        #[cfg(feature = "video")]
+        if self.played {
+            let _ = clock.audio.set(Arc::clone(&self.audio));
+        }
+        #[cfg(not(feature = "video"))]
+        let _ = clock;
+    }
+
     fn summary(self, run: &mut Run<'_>, summary: &PlaySummary) -> crate::AudioSummary {
         let drift_by_tick = std::mem::take(&mut run.drift);
         let drift: Vec<f64> = drift_by_tick.iter().map(|(_, d)| d.abs()).collect();
