@@ -610,48 +610,16 @@ fn summarize(
 ) -> PlaySummary {
     let Ended {
         played,
-        mut frames,
+        frames,
         output,
         output_size,
         display,
     } = ended;
     let shared = Arc::clone(&run.shared);
-    let c = &shared.counters;
-    let seconds = shared
-        .clock
-        .start
-        .get()
-        .map_or(0.0, |s| s.elapsed().as_secs_f64());
-    let (texture_w, texture_h) = opened.plan.source.texture_size();
-    let frame_bytes = u64::from(texture_w)
-        * u64::from(texture_h)
-        * format::texel_bytes(opened.plan.texture) as u64;
-    let decoded = c.decode_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+    let counted = count_frames(run, &played, frames);
+    let frames = counted.frames;
+    let rates = Rates::of(&shared, opened, &frames);
     let peak_now = engine.staging_pool().stats().peak_held;
-    // What the render loop ran: pushes (and ticks left to the GPU tier)
-    // past its last tick do not count, and neither do frames they made.
-    let gaps = run.gaps;
-    let frames_in_range = played.ticks.saturating_sub(gaps);
-    let beyond = c
-        .recent_pushes
-        .lock()
-        .iter()
-        .filter(|&&k| k >= played.next_tick)
-        .count() as u64;
-    // Frames pushed for places a seek left were never due.
-    let pushed = c
-        .pushed
-        .load(Ordering::Relaxed)
-        .saturating_sub(beyond + frames.discarded);
-    frames.pushed = frames.pushed.saturating_sub(beyond);
-    frames.dropped = frames.dropped.saturating_sub(beyond);
-    let left_to_tier = c
-        .left_to_tier
-        .load(Ordering::Relaxed)
-        .saturating_sub(run.tier_leftover + run.tier_discarded);
-    let per_second = |amount: f64, seconds: f64| {
-        if seconds > 0.0 { amount / seconds } else { 0.0 }
-    };
     let source_numbers = |pos: usize| number_at(&opened.feed, pos);
     PlaySummary {
         warnings: opened.warnings.clone(),
@@ -662,17 +630,7 @@ fn summarize(
             .map_or_else(|| "synthetic".into(), |p| p.display().to_string()),
         size: opened.size,
         output_size,
-        output: match &output {
-            Output::Offscreen => "offscreen".into(),
-            Output::Window(w) => format!(
-                "window {}x{} ({}, {}: {})",
-                w.screen.size().0,
-                w.screen.size().1,
-                w.info.format,
-                w.info.present_mode,
-                w.info.reason
-            ),
-        },
+        output: output_line(&output),
         present_interval: Millis::of(std::mem::take(&mut run.intervals)),
         present_calls: Millis::of(std::mem::take(&mut run.present_calls)),
         fps: options.fps,
@@ -681,33 +639,23 @@ fn summarize(
         display,
         preroll: played.preroll,
         prerolled_frames: played.prerolled,
-        frames_in_range,
+        frames_in_range: counted.in_range,
         frames,
-        never_pushed: frames_in_range.saturating_sub(pushed + left_to_tier),
-        gaps,
+        never_pushed: counted.never_pushed,
+        gaps: run.gaps,
         passes: std::mem::take(&mut run.passes),
         ticks: played.ticks,
-        seconds,
-        achieved_fps: per_second(frames.shown as f64, seconds),
+        seconds: rates.seconds,
+        achieved_fps: rates.achieved_fps,
         waited: shared.clock.waited().as_secs_f64(),
-        upload_latency: Millis::of(c.latencies.lock().clone()),
+        upload_latency: Millis::of(shared.counters.latencies.lock().clone()),
         blocked: Millis::of(std::mem::take(&mut run.blocked)),
         render: Millis::of(std::mem::take(&mut run.render)),
-        decode_bandwidth: per_second(c.decoded_bytes.load(Ordering::Relaxed) as f64, decoded),
-        decode_fps_per_thread: per_second(c.decoded_frames.load(Ordering::Relaxed) as f64, decoded),
-        upload_bandwidth: per_second((frames.pushed * frame_bytes) as f64, seconds),
+        decode_bandwidth: rates.decode_bandwidth,
+        decode_fps_per_thread: rates.decode_fps_per_thread,
+        upload_bandwidth: rates.upload_bandwidth,
         gpu_cache: run.gpu_cache.as_ref().map(GpuCache::stats),
-        frame_buffers: match &opened.feed {
-            Feed::Frames { .. } => {
-                let b = shared.buffers.stats();
-                Some(FrameBufferStats {
-                    allocated: b.misses,
-                    reused: b.hits,
-                    peak_bytes: b.peak_held,
-                })
-            }
-            Feed::Synthetic(_) => None,
-        },
+        frame_buffers: frame_buffers(&shared, &opened.feed),
         cache: match &opened.feed {
             Feed::Frames { cache, .. } => Some(cache.stats()),
             Feed::Synthetic(_) => None,
@@ -717,11 +665,7 @@ fn summarize(
             .tracker()
             .stats(stagehand_gpu::ObjectKind::Texture)
             .peak_bytes,
-        peak_staging_after_warmup: if played.first_second_peak.is_some() {
-            peak_now
-        } else {
-            0
-        },
+        peak_staging_after_warmup: played.first_second_peak.map_or(0, |_| peak_now),
         saved_frames: run
             .saved
             .iter()
@@ -732,6 +676,114 @@ fn summarize(
             .collect(),
         saved: std::mem::take(&mut run.saved),
         audio: None,
+    }
+}
+
+/// The frames a run's counters say it pushed, showed and dropped, those
+/// in its range, and those never pushed.
+struct Counted {
+    frames: stagehand_gpu::upload::FrameStats,
+    in_range: u64,
+    never_pushed: u64,
+}
+
+/// What the render loop ran: pushes (and ticks left to the GPU tier) past
+/// its last tick do not count, and neither do frames they made; frames
+/// pushed for places a seek left were never due.
+fn count_frames(
+    run: &Run<'_>,
+    played: &run::Played,
+    mut frames: stagehand_gpu::upload::FrameStats,
+) -> Counted {
+    let c = &run.shared.counters;
+    let in_range = played.ticks.saturating_sub(run.gaps);
+    let beyond = c
+        .recent_pushes
+        .lock()
+        .iter()
+        .filter(|&&k| k >= played.next_tick)
+        .count() as u64;
+    let pushed = c
+        .pushed
+        .load(Ordering::Relaxed)
+        .saturating_sub(beyond + frames.discarded);
+    frames.pushed = frames.pushed.saturating_sub(beyond);
+    frames.dropped = frames.dropped.saturating_sub(beyond);
+    let left_to_tier = c
+        .left_to_tier
+        .load(Ordering::Relaxed)
+        .saturating_sub(run.tier_leftover + run.tier_discarded);
+    Counted {
+        frames,
+        in_range,
+        never_pushed: in_range.saturating_sub(pushed + left_to_tier),
+    }
+}
+
+/// How long a run took, and what it achieved a second.
+struct Rates {
+    seconds: f64,
+    achieved_fps: f64,
+    decode_bandwidth: f64,
+    decode_fps_per_thread: f64,
+    upload_bandwidth: f64,
+}
+
+impl Rates {
+    fn of(shared: &Shared, opened: &Opened, frames: &stagehand_gpu::upload::FrameStats) -> Self {
+        let c = &shared.counters;
+        let seconds = shared
+            .clock
+            .start
+            .get()
+            .map_or(0.0, |s| s.elapsed().as_secs_f64());
+        let (w, h) = opened.plan.source.texture_size();
+        let frame_bytes =
+            u64::from(w) * u64::from(h) * format::texel_bytes(opened.plan.texture) as u64;
+        let decoded = c.decode_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        let per_second = |amount: f64, seconds: f64| {
+            if seconds > 0.0 { amount / seconds } else { 0.0 }
+        };
+        Self {
+            seconds,
+            achieved_fps: per_second(frames.shown as f64, seconds),
+            decode_bandwidth: per_second(c.decoded_bytes.load(Ordering::Relaxed) as f64, decoded),
+            decode_fps_per_thread: per_second(
+                c.decoded_frames.load(Ordering::Relaxed) as f64,
+                decoded,
+            ),
+            upload_bandwidth: per_second((frames.pushed * frame_bytes) as f64, seconds),
+        }
+    }
+}
+
+/// Where the run drew, for the summary.
+fn output_line(output: &Output<'_>) -> String {
+    match output {
+        Output::Offscreen => "offscreen".into(),
+        Output::Window(w) => format!(
+            "window {}x{} ({}, {}: {})",
+            w.screen.size().0,
+            w.screen.size().1,
+            w.info.format,
+            w.info.present_mode,
+            w.info.reason
+        ),
+    }
+}
+
+/// The frame buffers the decoders wrote into, for a source that decodes.
+fn frame_buffers(shared: &Shared, feed: &Feed) -> Option<FrameBufferStats> {
+    match feed {
+        Feed::Frames { .. } => {
+            let b = shared.buffers.stats();
+            Some(FrameBufferStats {
+                allocated: b.misses,
+                reused: b.hits,
+                peak_bytes: b.peak_held,
+            })
+        }
+        Feed::Synthetic(_) => None,
     }
 }
 
