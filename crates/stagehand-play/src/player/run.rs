@@ -337,105 +337,32 @@ impl Run<'_> {
         options: &PlayOptions,
     ) -> Result<Next, PlayError> {
         let shared = Arc::clone(&self.shared);
-        let clock = &shared.clock;
-        let len = shared.route.len();
-        let on_screen = self.screen_position();
+        let (clock, route) = (&shared.clock, &shared.route);
+        let last = route.len().saturating_sub(1);
         match command {
             Command::Quit => return Ok(Next::Quit),
-            Command::TogglePause if clock.paused() => {
-                if shared.route.position(*tick).is_none() {
-                    // Play again from the start of the range.
-                    self.seek(gpu, renderer, output, tick, 0, options)?;
-                }
-                self.last_present = None;
-                clock.resume();
+            Command::TogglePause | Command::Play if clock.paused() => {
+                self.resume(gpu, renderer, output, tick, options)?;
             }
-            Command::TogglePause => clock.pause(),
-            Command::Step(n) => {
-                clock.pause();
-                if n > 0 {
-                    let next = shared.route.position(*tick);
-                    let ahead = usize::try_from(n).unwrap_or(usize::MAX);
-                    let wanted = on_screen.map(|p| {
-                        if shared.route.looped() {
-                            (p + ahead % len) % len
-                        } else if ahead > 1 {
-                            // Steps past the end stop at the last frame.
-                            p.saturating_add(ahead).min(len - 1)
-                        } else {
-                            p + 1
-                        }
-                    });
-                    let skipped = shared.counters.skipped.lock().contains(tick);
-                    match (next, wanted) {
-                        // The next tick shows the next frame, and it was
-                        // pushed (the producer did not skip it as late).
-                        (Some(p), Some(w)) if p == w && !skipped => {
-                            self.show_now(gpu, renderer, output, *tick, options)?;
-                            *tick += 1;
-                        }
-                        (Some(_), None) => {
-                            self.show_now(gpu, renderer, output, *tick, options)?;
-                            *tick += 1;
-                        }
-                        (_, Some(w)) if w < len => {
-                            self.seek(gpu, renderer, output, tick, w, options)?;
-                        }
-                        // The last frame of a range that does not loop.
-                        _ => {}
-                    }
-                } else if let Some(pos) = on_screen
-                    && n < 0
-                {
-                    let back = (n.unsigned_abs() as usize).min(len);
-                    let to = if pos >= back {
-                        pos - back
-                    } else if shared.route.looped() {
-                        len - (back - pos)
-                    } else {
-                        0
-                    };
-                    self.seek(gpu, renderer, output, tick, to, options)?;
-                }
-            }
+            Command::TogglePause | Command::Pause => clock.pause(),
+            Command::Play => {}
+            Command::Step(n) => self.step(gpu, renderer, output, tick, n, options)?,
             Command::First => self.seek(gpu, renderer, output, tick, 0, options)?,
-            Command::Last => {
-                self.seek(gpu, renderer, output, tick, len.saturating_sub(1), options)?;
-            }
+            Command::Last => self.seek(gpu, renderer, output, tick, last, options)?,
             Command::Seek(pos) => {
-                self.seek(gpu, renderer, output, tick, pos.min(len - 1), options)?;
+                self.seek(gpu, renderer, output, tick, pos.min(last), options)?;
             }
-            Command::ToggleLoop => shared.route.set_looped(!shared.route.looped()),
-            Command::Exposure(stops) => {
-                if let Some(display) = &mut self.display {
-                    let max = crate::options::MAX_EXPOSURE as f32;
-                    display.exposure = (display.exposure + stops).clamp(-max, max);
-                    renderer.set_display(gpu, self.display)?;
-                }
-            }
+            Command::ToggleLoop => route.set_looped(!route.looped()),
+            Command::Loop(on) => route.set_looped(on),
+            Command::Exposure(stops) => self.expose(gpu, renderer, stops)?,
             Command::ToggleFullscreen => {
                 if let Output::Window(w) = output {
                     w.screen.toggle_fullscreen();
                 }
             }
-            Command::Resize(width, height) => match output {
-                Output::Window(w) => w.screen.request_size((width, height)),
-                Output::Offscreen => {
-                    let size = (width.clamp(1, MAX_OUTPUT), height.clamp(1, MAX_OUTPUT));
-                    renderer.set_output_size(gpu, size)?;
-                    self.drawn_offscreen = None;
-                    if let Some(watch) = &options.watch {
-                        watch.set_picture(renderer.output_texture().clone());
-                    }
-                    self.present(gpu, renderer, output, false)?;
-                }
-            },
-            Command::Play if clock.paused() => {
-                return self.command(gpu, renderer, output, tick, Command::TogglePause, options);
+            Command::Resize(width, height) => {
+                self.resize(gpu, renderer, output, (width, height), options)?;
             }
-            Command::Play => {}
-            Command::Pause => clock.pause(),
-            Command::Loop(on) => shared.route.set_looped(on),
             Command::ToggleHud => {
                 if let Output::Window(w) = output {
                     w.hud = !w.hud;
@@ -449,6 +376,105 @@ impl Run<'_> {
             w.dirty = true;
         }
         Ok(Next::Go)
+    }
+
+    /// Runs the clock again: from the start of the range when playback
+    /// had run past its end.
+    fn resume(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        tick: &mut u64,
+        options: &PlayOptions,
+    ) -> Result<(), PlayError> {
+        if self.shared.route.position(*tick).is_none() {
+            self.seek(gpu, renderer, output, tick, 0, options)?;
+        }
+        self.last_present = None;
+        self.shared.clock.resume();
+        Ok(())
+    }
+
+    /// Steps `n` frames (back when negative), paused: the next tick's
+    /// frame shown at once when it is the one wanted and was pushed, else
+    /// a seek to it.
+    fn step(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        tick: &mut u64,
+        n: i64,
+        options: &PlayOptions,
+    ) -> Result<(), PlayError> {
+        let shared = Arc::clone(&self.shared);
+        shared.clock.pause();
+        let (len, looped) = (shared.route.len(), shared.route.looped());
+        let Some(on_screen) = self.screen_position() else {
+            if n > 0 && shared.route.position(*tick).is_some() {
+                self.show_now(gpu, renderer, output, *tick, options)?;
+                *tick += 1;
+            }
+            return Ok(());
+        };
+        if n < 0 {
+            let to = step_back(on_screen, n.unsigned_abs(), len, looped);
+            return self.seek(gpu, renderer, output, tick, to, options);
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let wanted = step_forward(on_screen, n.unsigned_abs(), len, looped);
+        if wanted == on_screen && !looped {
+            // The last frame of a range that does not loop stays.
+            return Ok(());
+        }
+        let skipped = shared.counters.skipped.lock().contains(tick);
+        match shared.route.position(*tick) {
+            // The next tick shows the next frame, and it was pushed (the
+            // producer did not skip it as late).
+            Some(p) if p == wanted && !skipped => {
+                self.show_now(gpu, renderer, output, *tick, options)?;
+                *tick += 1;
+                Ok(())
+            }
+            _ => self.seek(gpu, renderer, output, tick, wanted, options),
+        }
+    }
+
+    /// Changes the exposure of a scene-linear source by `stops`.
+    fn expose(&mut self, gpu: &Gpu, renderer: &mut Renderer, stops: f32) -> Result<(), PlayError> {
+        if let Some(display) = &mut self.display {
+            let max = crate::options::MAX_EXPOSURE as f32;
+            display.exposure = (display.exposure + stops).clamp(-max, max);
+            renderer.set_display(gpu, self.display)?;
+        }
+        Ok(())
+    }
+
+    /// A window asks its windowing system for `size`; offscreen, the
+    /// picture is drawn at `size` from now on, at once.
+    fn resize(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        (width, height): (u32, u32),
+        options: &PlayOptions,
+    ) -> Result<(), PlayError> {
+        if let Output::Window(w) = output {
+            w.screen.request_size((width, height));
+            return Ok(());
+        }
+        let size = (width.clamp(1, MAX_OUTPUT), height.clamp(1, MAX_OUTPUT));
+        renderer.set_output_size(gpu, size)?;
+        self.drawn_offscreen = None;
+        if let Some(watch) = &options.watch {
+            watch.set_picture(renderer.output_texture().clone());
+        }
+        self.present(gpu, renderer, output, false)?;
+        Ok(())
     }
 
     /// Moves playback to position `pos`: a new leg of the route from a
@@ -895,4 +921,49 @@ pub(super) enum TierWait {
     Landed,
     /// At most this long (realtime: what is left of its period).
     For(Duration),
+}
+
+/// The position `ahead` frames after `from` in a range of `len`: around
+/// the end when looping, else no further than the last frame.
+fn step_forward(from: usize, ahead: u64, len: usize, looped: bool) -> usize {
+    let ahead = usize::try_from(ahead).unwrap_or(usize::MAX);
+    if looped {
+        (from + ahead % len) % len
+    } else {
+        from.saturating_add(ahead).min(len.saturating_sub(1))
+    }
+}
+
+/// The position `back` frames before `from` in a range of `len`: around
+/// the start when looping, else no further than the first frame.
+fn step_back(from: usize, back: u64, len: usize, looped: bool) -> usize {
+    let back = usize::try_from(back).unwrap_or(usize::MAX).min(len);
+    if from >= back {
+        from - back
+    } else if looped {
+        len - (back - from)
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+mod step_tests {
+    use super::{step_back, step_forward};
+
+    #[test]
+    fn steps_wrap_around_a_looped_range_and_stop_at_the_ends_of_one_that_does_not() {
+        assert_eq!(step_forward(3, 1, 10, false), 4);
+        assert_eq!(step_forward(9, 1, 10, false), 9, "the last frame stays");
+        assert_eq!(step_forward(8, 5, 10, false), 9, "past the end: the last");
+        assert_eq!(step_forward(9, 1, 10, true), 0);
+        assert_eq!(step_forward(8, 25, 10, true), 3);
+        assert_eq!(step_forward(0, u64::MAX, 10, false), 9);
+        assert_eq!(step_back(3, 1, 10, false), 2);
+        assert_eq!(step_back(0, 1, 10, false), 0, "the first frame stays");
+        assert_eq!(step_back(2, 5, 10, false), 0);
+        assert_eq!(step_back(0, 1, 10, true), 9);
+        assert_eq!(step_back(2, 5, 10, true), 7);
+        assert_eq!(step_back(2, u64::MAX, 10, true), 2, "a whole turn or more");
+    }
 }
