@@ -138,6 +138,30 @@ pub(super) enum Next {
     Quit,
 }
 
+/// The pass being counted, and the frames shown before it.
+#[derive(Default)]
+struct Passes {
+    pass: PassStats,
+    shown_before: u64,
+}
+
+/// What a run's start measures: when the clock started, and the staging
+/// pool's peak over the first second (from then on the pool must not
+/// grow, so its peak is measured afresh).
+struct Warmup {
+    start: Instant,
+    first_second_peak: Option<u64>,
+}
+
+impl Warmup {
+    fn sample(&mut self, engine: &UploadEngine) {
+        if self.first_second_peak.is_none() && self.start.elapsed() > Duration::from_secs(1) {
+            self.first_second_peak = Some(engine.staging_pool().stats().peak_held);
+            engine.staging_pool().reset_peaks();
+        }
+    }
+}
+
 impl Run<'_> {
     pub(super) fn play(
         &mut self,
@@ -152,18 +176,16 @@ impl Run<'_> {
         let prerolled = self.preroll(options, output)?;
         let preroll = preroll_started.elapsed().as_secs_f64();
         let shared = Arc::clone(&self.shared);
-        let start = shared.clock.start();
-        if options.start_paused {
-            shared.clock.pause();
-        }
+        let mut warmup = Warmup {
+            start: shared.clock.start(),
+            first_second_peak: None,
+        };
         gpu.tracker().reset_peaks();
-        let mut first_second_peak = None;
-        let mut last_queue_frame = None;
+        let (mut last_queue_frame, mut passes) = (None, Passes::default());
         let mut tick = 0;
-        let mut pass = PassStats::default();
-        let mut shown_before = 0;
         if options.start_paused {
             // Show the first frame, then wait for the user.
+            shared.clock.pause();
             self.show_now(gpu, renderer, output, tick, options)?;
             tick += 1;
         }
@@ -187,67 +209,19 @@ impl Run<'_> {
                 self.last_present = None;
                 continue;
             };
-            let is_frame = self.is_frame(pos);
-            let wait = match shared.mode {
-                Mode::EveryFrame => TierWait::Landed,
-                // Realtime: a frame still on its way into the tier may
-                // land late, within its period, as a frame-queue frame may.
-                Mode::Realtime => {
-                    let end = shared.pts(tick) + shared.period;
-                    let now = shared.clock.now().unwrap_or_default();
-                    TierWait::For(end.saturating_sub(now).min(shared.period))
-                }
-            };
-            let from_tier = self.tier_tick(tick, output, wait);
-            if is_frame {
-                // The frame a gap holds, when it comes through the queue;
-                // one the GPU tier showed is there already.
-                last_queue_frame = (!from_tier).then_some(tick);
-            }
-            if shared.mode == Mode::EveryFrame
-                && !from_tier
-                && let Some(want) = last_queue_frame
-            {
-                self.wait_for(want, output)?;
-            }
-            let t = match shared.mode {
-                Mode::Realtime => shared.clock.now().unwrap_or_default(),
-                Mode::EveryFrame => shared.pts(tick),
-            };
-            self.tick(gpu, renderer, output, tick, t, from_tier, options, true)?;
-            if is_frame && shared.has_audio_clock() {
-                let now = shared.clock.now().unwrap_or_default();
-                let late = now.as_secs_f64() - shared.pts(tick).as_secs_f64();
-                self.drift.push((tick, late * 1e3));
-                if let Some(timeline) = &shared.timeline {
-                    // The sound's clock beside the frame's own time.
-                    timeline.counter(
-                        "a/v sync",
-                        Instant::now(),
-                        &[
-                            ("sound clock s", now.as_secs_f64()),
-                            ("frame time s", shared.pts(tick).as_secs_f64()),
-                            ("drift ms", late * 1e3),
-                        ],
-                    );
-                }
-                shared.follow_sound(pos, late);
-            }
+            let is_frame = self.show_due(
+                gpu,
+                renderer,
+                output,
+                tick,
+                pos,
+                &mut last_queue_frame,
+                options,
+            )?;
             tick += 1;
             self.sample(gpu, engine, &shared);
-            pass.frames += u64::from(is_frame);
-            pass.uploads += self.uploaded_through(tick - 1);
-            self.gaps += u64::from(!is_frame);
-            if pos + 1 == shared.route.len() {
-                let shown = self.shown();
-                self.close_pass(&mut pass, shown - shown_before);
-                shown_before = shown;
-            }
-            if first_second_peak.is_none() && start.elapsed() > Duration::from_secs(1) {
-                // From here on the pool must not grow: measure its peak afresh.
-                first_second_peak = Some(engine.staging_pool().stats().peak_held);
-                engine.staging_pool().reset_peaks();
-            }
+            self.count_tick(&mut passes, tick - 1, pos, is_frame);
+            warmup.sample(engine);
             let asked = progress(Progress {
                 tick: self.ticks_run,
                 ticks: shared.total,
@@ -258,17 +232,92 @@ impl Run<'_> {
                 break;
             }
         }
-        if pass.frames > 0 {
+        if passes.pass.frames > 0 {
             let shown = self.shown();
-            self.close_pass(&mut pass, shown - shown_before);
+            self.close_pass(&mut passes.pass, shown - passes.shown_before);
         }
         Ok(Played {
             ticks: self.ticks_run,
             next_tick: tick,
             preroll,
             prerolled,
-            first_second_peak,
+            first_second_peak: warmup.first_second_peak,
         })
+    }
+
+    /// Shows what is due at `tick` (position `pos`): from the GPU tier
+    /// where it holds the frame, else through the frame queue (in
+    /// every-frame mode waiting for the frame); then follows the sound.
+    /// Returns whether `pos` carries a frame (not a gap).
+    #[allow(clippy::too_many_arguments)]
+    fn show_due(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        tick: u64,
+        pos: usize,
+        last_queue_frame: &mut Option<u64>,
+        options: &PlayOptions,
+    ) -> Result<bool, PlayError> {
+        let shared = Arc::clone(&self.shared);
+        let is_frame = self.is_frame(pos);
+        let from_tier = self.tier_tick(tick, output, tier_wait(&shared, tick));
+        if is_frame {
+            // The frame a gap holds, when it comes through the queue; one
+            // the GPU tier showed is there already.
+            *last_queue_frame = (!from_tier).then_some(tick);
+        }
+        if shared.mode == Mode::EveryFrame
+            && !from_tier
+            && let Some(want) = *last_queue_frame
+        {
+            self.wait_for(want, output)?;
+        }
+        let t = match shared.mode {
+            Mode::Realtime => shared.clock.now().unwrap_or_default(),
+            Mode::EveryFrame => shared.pts(tick),
+        };
+        self.tick(gpu, renderer, output, tick, t, from_tier, options, true)?;
+        if is_frame && shared.has_audio_clock() {
+            self.follow_sound(tick, pos);
+        }
+        Ok(is_frame)
+    }
+
+    /// Records how far the frame at `tick` is from the sound's clock, and
+    /// lets the producer follow the sound.
+    fn follow_sound(&mut self, tick: u64, pos: usize) {
+        let shared = &self.shared;
+        let now = shared.clock.now().unwrap_or_default();
+        let late = now.as_secs_f64() - shared.pts(tick).as_secs_f64();
+        self.drift.push((tick, late * 1e3));
+        if let Some(timeline) = &shared.timeline {
+            // The sound's clock beside the frame's own time.
+            timeline.counter(
+                "a/v sync",
+                Instant::now(),
+                &[
+                    ("sound clock s", now.as_secs_f64()),
+                    ("frame time s", shared.pts(tick).as_secs_f64()),
+                    ("drift ms", late * 1e3),
+                ],
+            );
+        }
+        shared.follow_sound(pos, late);
+    }
+
+    /// Counts tick `tick` (position `pos`) into the pass, closing the pass
+    /// at the range's last position.
+    fn count_tick(&mut self, passes: &mut Passes, tick: u64, pos: usize, is_frame: bool) {
+        passes.pass.frames += u64::from(is_frame);
+        passes.pass.uploads += self.uploaded_through(tick);
+        self.gaps += u64::from(!is_frame);
+        if pos + 1 == self.shared.route.len() {
+            let shown = self.shown();
+            self.close_pass(&mut passes.pass, shown - passes.shown_before);
+            passes.shown_before = shown;
+        }
     }
 
     /// Waits for tick `tick`'s time (or, paused, for the user), handling
@@ -910,6 +959,21 @@ impl Run<'_> {
             frames.dropped += tier.passed_over;
         }
         produced.map(|()| frames)
+    }
+}
+
+/// How long the GPU tier may wait for tick `tick`'s frame: in
+/// every-frame mode until it lands; in realtime, a frame still on its way
+/// into the tier may land late, within its period, as a frame-queue frame
+/// may.
+fn tier_wait(shared: &Shared, tick: u64) -> TierWait {
+    match shared.mode {
+        Mode::EveryFrame => TierWait::Landed,
+        Mode::Realtime => {
+            let end = shared.pts(tick) + shared.period;
+            let now = shared.clock.now().unwrap_or_default();
+            TierWait::For(end.saturating_sub(now).min(shared.period))
+        }
     }
 }
 
