@@ -1195,30 +1195,6 @@ fn produce_frame(
     if frames.is_gap(pos) {
         return Ok(None);
     }
-    let pts = shared.pts(k);
-    // Realtime: a frame that cannot be on the GPU before its time on
-    // screen has passed is not worth decoding, waiting for or uploading;
-    // skip to one that can.
-    let realtime = shared.mode == Mode::Realtime;
-    let lead = &shared.counters.lead;
-    let too_late = |have: Have| {
-        let moment = Moment {
-            now: shared.clock.now(),
-            paused: shared.clock.paused(),
-            pts,
-            period: shared.period,
-        };
-        realtime && lead::decide(moment, have, lead.estimate()) == Decision::Skip
-    };
-    let skip = || {
-        let next = shared.route.position(k + 1).unwrap_or(pos + 1);
-        cache.set_playhead(next);
-        let mut skipped = shared.counters.skipped.lock();
-        skipped.push_back(k);
-        if skipped.len() > RECENT_PUSHES {
-            skipped.pop_front();
-        }
-    };
     let place = shared.tier.as_ref().map(|t| t.textures.place(pos));
     let hit = cache.contains(pos);
     // A frame the tier holds (or is uploading) needs neither decode nor
@@ -1229,8 +1205,8 @@ fn produce_frame(
         (_, false) if cache.decoded_or_decoding(pos) => Have::Decoding,
         (_, false) => Have::Nothing,
     };
-    if too_late(have) {
-        skip();
+    if too_late(shared, k, have) {
+        skip(shared, cache, k, pos);
         return Ok(None);
     }
     cache.set_playhead(pos);
@@ -1238,33 +1214,9 @@ fn produce_frame(
         leave_to_tier(shared, k)?;
         return Ok(None);
     }
-    // Waiting for it ends once its upload could no longer land in time and
-    // either its time on screen has passed or a later frame is decoded to
-    // show instead: within its own period, with nothing newer to show, a
-    // frame a little late is better than none.
-    let next = shared.route.position(k + 1);
-    let period_over = || {
-        !shared.clock.paused()
-            && shared
-                .clock
-                .now()
-                .is_some_and(|now| now > pts + shared.period)
-    };
-    let asked = Instant::now();
-    let fetched = cache.fetch_while(pos, || {
-        !(too_late(Have::Decoded) && (period_over() || next.is_some_and(|n| cache.contains(n))))
-    });
-    if !hit {
-        lead.decoded(asked.elapsed());
-    }
-    let frame: Arc<Frame> = match fetched {
-        Ok(Ok(frame)) => frame,
-        Ok(Err(e)) => return Err(PlayError::Frame(e)),
-        Err(Closed::GaveUp) => {
-            skip();
-            return Ok(None);
-        }
-        Err(Closed::Closed) => return Err(PlayError::Upload(UploadError::Released)),
+    let Some(frame) = fetch(shared, cache, k, pos, hit)? else {
+        skip(shared, cache, k, pos);
+        return Ok(None);
     };
     let texture = shared.texture;
     if !format::is_texels(&frame.info, texture) {
@@ -1280,26 +1232,104 @@ fn produce_frame(
         let copied = format::fill_staging(&frame, texture, &mut out, layout.staging_pitch as usize);
         debug_assert!(copied.is_ok(), "{copied:?}");
     };
-    if let Some(tier) = &shared.tier
-        && place == Some(Place::Room)
-        && let Some(claimed) = tier.textures.claim(pos)
-    {
-        // The tier has room: the frame goes up into a texture of its own,
-        // which the render loop shows at its tick and keeps for the run.
-        let upload = tier.textures.upload(claimed, fill)?;
-        // Once on the device, the frame needs no copy in RAM.
-        let ram = Arc::clone(cache);
-        upload.on_complete(move |o| {
-            if o.status == UploadStatus::Done {
-                ram.moved_to_device(pos);
-            }
-        });
-        shared.counters.uploaded.lock().insert(k);
-        record_latency(upload, shared);
-        leave_to_tier(shared, k)?;
+    if place == Some(Place::Room) && upload_to_tier(shared, cache, k, pos, fill.clone())? {
         return Ok(None);
     }
-    Ok(Some(shared.queue.push_with(k, pts, fill)?))
+    Ok(Some(shared.queue.push_with(k, shared.pts(k), fill)?))
+}
+
+/// Realtime: whether a frame that is `have` at tick `k` can no longer be
+/// on the GPU before its time on screen has passed (so it is not worth
+/// decoding, waiting for or uploading: skip to one that can).
+fn too_late(shared: &Shared, k: u64, have: Have) -> bool {
+    let moment = Moment {
+        now: shared.clock.now(),
+        paused: shared.clock.paused(),
+        pts: shared.pts(k),
+        period: shared.period,
+    };
+    shared.mode == Mode::Realtime
+        && lead::decide(moment, have, shared.counters.lead.estimate()) == Decision::Skip
+}
+
+/// Skips tick `k` (position `pos`): the cache's playhead moves on to the
+/// next position, and the render loop hears the tick was skipped.
+fn skip(shared: &Shared, cache: &FrameCache, k: u64, pos: usize) {
+    let next = shared.route.position(k + 1).unwrap_or(pos + 1);
+    cache.set_playhead(next);
+    let mut skipped = shared.counters.skipped.lock();
+    skipped.push_back(k);
+    if skipped.len() > RECENT_PUSHES {
+        skipped.pop_front();
+    }
+}
+
+/// The decoded frame at `pos` for tick `k`, waiting for it while it can
+/// still be shown; `None` where the wait gave up. Waiting ends once its
+/// upload could no longer land in time and either its time on screen has
+/// passed or a later frame is decoded to show instead: within its own
+/// period, with nothing newer to show, a frame a little late is better
+/// than none.
+fn fetch(
+    shared: &Shared,
+    cache: &FrameCache,
+    k: u64,
+    pos: usize,
+    hit: bool,
+) -> Result<Option<Arc<Frame>>, PlayError> {
+    let pts = shared.pts(k);
+    let next = shared.route.position(k + 1);
+    let period_over = || {
+        !shared.clock.paused()
+            && shared
+                .clock
+                .now()
+                .is_some_and(|now| now > pts + shared.period)
+    };
+    let asked = Instant::now();
+    let fetched = cache.fetch_while(pos, || {
+        !(too_late(shared, k, Have::Decoded)
+            && (period_over() || next.is_some_and(|n| cache.contains(n))))
+    });
+    if !hit {
+        shared.counters.lead.decoded(asked.elapsed());
+    }
+    match fetched {
+        Ok(Ok(frame)) => Ok(Some(frame)),
+        Ok(Err(e)) => Err(PlayError::Frame(e)),
+        Err(Closed::GaveUp) => Ok(None),
+        Err(Closed::Closed) => Err(PlayError::Upload(UploadError::Released)),
+    }
+}
+
+/// Uploads the frame at `pos` (written by `fill`) into a texture of the
+/// GPU tier's own, where the tier has room, which the render loop shows
+/// at tick `k` and keeps for the run; once on the device, the frame needs
+/// no copy in RAM. Whether the tier took it.
+fn upload_to_tier(
+    shared: &Shared,
+    cache: &Arc<FrameCache>,
+    k: u64,
+    pos: usize,
+    fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>, &CopyLayout) + Send + 'static,
+) -> Result<bool, PlayError> {
+    let Some(tier) = &shared.tier else {
+        return Ok(false);
+    };
+    let Some(claimed) = tier.textures.claim(pos) else {
+        return Ok(false);
+    };
+    let upload = tier.textures.upload(claimed, fill)?;
+    let ram = Arc::clone(cache);
+    upload.on_complete(move |o| {
+        if o.status == UploadStatus::Done {
+            ram.moved_to_device(pos);
+        }
+    });
+    shared.counters.uploaded.lock().insert(k);
+    record_latency(upload, shared);
+    leave_to_tier(shared, k)?;
+    Ok(true)
 }
 
 /// Tells the render loop that the GPU tier shows tick `k`.
