@@ -168,8 +168,15 @@ impl Default for PlayOptions {
 impl PlayOptions {
     /// Checks every option against its bounds.
     pub fn validate(&self) -> Result<(), PlayError> {
-        let bad = |m: String| Err(PlayError::InvalidOption(m));
         self.audio.validate()?;
+        self.check_timing()?;
+        self.check_threads()?;
+        self.check_picture()?;
+        self.check_memory()
+    }
+
+    /// The rate, the sizes, the frames to play, the range.
+    fn check_timing(&self) -> Result<(), PlayError> {
         if !(self.fps.is_finite() && (0.1..=1000.0).contains(&self.fps)) {
             return bad(format!("--fps {}: must be from 0.1 to 1000", self.fps));
         }
@@ -186,6 +193,23 @@ impl PlayOptions {
         {
             return bad(format!("--frames {n}: must be from 1 to {MAX_FRAMES}"));
         }
+        if let Some((first, last)) = self.range
+            && first > last
+        {
+            return bad(format!(
+                "--range {first}-{last}: the first frame is after the last"
+            ));
+        }
+        if let Some(Preroll::Frames(n)) = self.preroll
+            && n as u64 > MAX_FRAMES
+        {
+            return bad(format!("--preroll {n}: must be at most {MAX_FRAMES}"));
+        }
+        Ok(())
+    }
+
+    /// The decoders, the staging buffers, the queue's depth.
+    fn check_threads(&self) -> Result<(), PlayError> {
         if !(1..=MAX_THREADS).contains(&self.threads) {
             return bad(format!(
                 "--threads {}: must be from 1 to {MAX_THREADS}",
@@ -204,23 +228,28 @@ impl PlayOptions {
                 self.depth
             ));
         }
-        if !(self.display.exposure.is_finite() && self.display.exposure.abs() <= 32.0) {
+        Ok(())
+    }
+
+    /// The exposure.
+    fn check_picture(&self) -> Result<(), PlayError> {
+        if !(self.display.exposure.is_finite()
+            && f64::from(self.display.exposure).abs() <= MAX_EXPOSURE)
+        {
             return bad(format!(
                 "--exposure {}: must be from -32 to 32 stops",
                 self.display.exposure
             ));
         }
+        Ok(())
+    }
+
+    /// The read-behind, the cache's budget and the GPU tier's.
+    fn check_memory(&self) -> Result<(), PlayError> {
         if !(self.read_behind.is_finite() && (0.0..=60.0).contains(&self.read_behind)) {
             return bad(format!(
                 "--read-behind {}: must be from 0 to 60 seconds",
                 self.read_behind
-            ));
-        }
-        if let Some((first, last)) = self.range
-            && first > last
-        {
-            return bad(format!(
-                "--range {first}-{last}: the first frame is after the last"
             ));
         }
         if let (Some(bytes), Some(ram)) = (self.cache_bytes, crate::cache::total_memory())
@@ -241,13 +270,13 @@ impl PlayOptions {
                 stagehand_gpu::diag::human_bytes(MAX_GPU_CACHE)
             ));
         }
-        if let Some(Preroll::Frames(n)) = self.preroll
-            && n as u64 > MAX_FRAMES
-        {
-            return bad(format!("--preroll {n}: must be at most {MAX_FRAMES}"));
-        }
         Ok(())
     }
+}
+
+/// An option out of range.
+fn bad(message: String) -> Result<(), PlayError> {
+    Err(PlayError::InvalidOption(message))
 }
 
 /// Parses a byte size: `0`, `512M`, `4G`, `1.5GiB`, `100000` (bytes).
