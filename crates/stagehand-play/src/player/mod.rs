@@ -237,12 +237,7 @@ fn play_to_end(
     let queue = frame_queue(engine, &desc, options, period)?;
     // Float sources are scene-linear, whatever texture holds them; integer
     // sources are display-referred and drawn as stored.
-    let display = opened
-        .plan
-        .source
-        .sample
-        .is_float()
-        .then_some(options.display);
+    let display = (opened.plan.source.sample.is_float()).then_some(options.display);
     let mut output = open_output(gpu, screen, options, &opened)?;
     let (mut renderer, output_size) =
         make_renderer(gpu, &queue, &output, options, &opened, display)?;

@@ -145,10 +145,13 @@ struct Passes {
     shown_before: u64,
 }
 
-/// What a run's start measures: when the clock started, and the staging
+/// What a run's start measures: its pre-roll, when the clock started, and the staging
 /// pool's peak over the first second (from then on the pool must not
 /// grow, so its peak is measured afresh).
 struct Warmup {
+    /// Seconds the pre-roll took, and the frames it decoded.
+    preroll: f64,
+    prerolled: u64,
     start: Instant,
     first_second_peak: Option<u64>,
 }
@@ -172,23 +175,9 @@ impl Run<'_> {
         options: &PlayOptions,
         progress: &mut impl FnMut(Progress) -> ControlFlow<()>,
     ) -> Result<Played, PlayError> {
-        let preroll_started = Instant::now();
-        let prerolled = self.preroll(options, output)?;
-        let preroll = preroll_started.elapsed().as_secs_f64();
+        let (mut warmup, mut tick) = self.begin(gpu, renderer, output, options)?;
         let shared = Arc::clone(&self.shared);
-        let mut warmup = Warmup {
-            start: shared.clock.start(),
-            first_second_peak: None,
-        };
-        gpu.tracker().reset_peaks();
         let (mut last_queue_frame, mut passes) = (None, Passes::default());
-        let mut tick = 0;
-        if options.start_paused {
-            // Show the first frame, then wait for the user.
-            shared.clock.pause();
-            self.show_now(gpu, renderer, output, tick, options)?;
-            tick += 1;
-        }
         while self.ticks_run < shared.total {
             if let Some(watch) = &options.watch {
                 self.report(watch, false);
@@ -200,13 +189,9 @@ impl Run<'_> {
                 Wake::Due => {}
             }
             let Some(pos) = shared.route.position(tick) else {
-                // The end of a sequence that does not loop: headless, the
-                // run is over; a window holds the last frame, paused.
-                if matches!(output, Output::Offscreen) {
+                if self.past_the_end(output) {
                     break;
                 }
-                shared.clock.pause();
-                self.last_present = None;
                 continue;
             };
             let is_frame = self.show_due(
@@ -222,13 +207,7 @@ impl Run<'_> {
             self.sample(gpu, engine, &shared);
             self.count_tick(&mut passes, tick - 1, pos, is_frame);
             warmup.sample(engine);
-            let asked = progress(Progress {
-                tick: self.ticks_run,
-                ticks: shared.total,
-                frames: shared.queue.stats(),
-                bandwidth: engine.stats().bandwidth,
-            });
-            if asked.is_break() {
+            if self.report_progress(engine, progress).is_break() {
                 break;
             }
         }
@@ -239,10 +218,62 @@ impl Run<'_> {
         Ok(Played {
             ticks: self.ticks_run,
             next_tick: tick,
-            preroll,
-            prerolled,
+            preroll: warmup.preroll,
+            prerolled: warmup.prerolled,
             first_second_peak: warmup.first_second_peak,
         })
+    }
+
+    /// The end of a sequence that does not loop: headless, the run is
+    /// over (`true`); a window holds the last frame, paused.
+    fn past_the_end(&mut self, output: &Output<'_>) -> bool {
+        if matches!(output, Output::Offscreen) {
+            return true;
+        }
+        self.shared.clock.pause();
+        self.last_present = None;
+        false
+    }
+
+    /// Tells `progress` how far the run is; whether it asks to stop.
+    fn report_progress(
+        &self,
+        engine: &UploadEngine,
+        progress: &mut impl FnMut(Progress) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        progress(Progress {
+            tick: self.ticks_run,
+            ticks: self.shared.total,
+            frames: self.shared.queue.stats(),
+            bandwidth: engine.stats().bandwidth,
+        })
+    }
+
+    /// Pre-rolls, starts the clock and, paused, shows the first frame;
+    /// the tick to run next.
+    fn begin(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        options: &PlayOptions,
+    ) -> Result<(Warmup, u64), PlayError> {
+        let preroll_started = Instant::now();
+        let prerolled = self.preroll(options, output)?;
+        let warmup = Warmup {
+            preroll: preroll_started.elapsed().as_secs_f64(),
+            prerolled,
+            start: self.shared.clock.start(),
+            first_second_peak: None,
+        };
+        gpu.tracker().reset_peaks();
+        if !options.start_paused {
+            return Ok((warmup, 0));
+        }
+        // Show the first frame, then wait for the user.
+        self.shared.clock.pause();
+        self.show_now(gpu, renderer, output, 0, options)?;
+        Ok((warmup, 1))
     }
 
     /// Shows what is due at `tick` (position `pos`): from the GPU tier
@@ -571,33 +602,11 @@ impl Run<'_> {
         shared.clock.pause();
         shared.clock.set(shared.pts(tick));
         let deadline = Instant::now() + SEEK_WAIT;
-        if let Some(tier) = &shared.tier {
-            // The producer's word first: the frame may be on the device
-            // already, and then nothing will come through the queue.
-            while !tier
-                .handoff
-                .wait_decided(tick, Some(Instant::now() + Duration::from_millis(20)))
-                && Instant::now() < deadline
-            {
-                self.check_failed()?;
-                if output.closed() {
-                    break;
-                }
-            }
-        }
+        self.await_decision(tick, output, deadline)?;
         // A step or a seek waits for its frame, wherever it comes from.
         let from_tier = self.tier_tick(tick, output, TierWait::Landed);
         if !from_tier && self.is_frame(pos) {
-            while shared.queue.wait_ready(tick, Duration::from_millis(20)) == WaitReady::TimedOut
-                && Instant::now() < deadline
-            {
-                self.check_failed()?;
-                // A key pressed meanwhile (another step, Q) is not kept
-                // waiting: what there is shows, and the key runs next.
-                if output.attention() {
-                    break;
-                }
-            }
+            self.await_queued(tick, output, deadline)?;
         }
         self.last_present = None;
         self.tick(
@@ -613,6 +622,53 @@ impl Run<'_> {
         self.gaps += u64::from(!self.is_frame(pos));
         if !was_paused {
             shared.clock.resume();
+        }
+        Ok(())
+    }
+
+    /// With a GPU tier, waits (until `deadline`) for the producer's word
+    /// on tick `tick`: the frame may be on the device already, and then
+    /// nothing will come through the queue.
+    fn await_decision(
+        &mut self,
+        tick: u64,
+        output: &mut Output<'_>,
+        deadline: Instant,
+    ) -> Result<(), PlayError> {
+        let shared = Arc::clone(&self.shared);
+        let Some(tier) = &shared.tier else {
+            return Ok(());
+        };
+        while !tier
+            .handoff
+            .wait_decided(tick, Some(Instant::now() + Duration::from_millis(20)))
+            && Instant::now() < deadline
+        {
+            self.check_failed()?;
+            if output.closed() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits (until `deadline`) for tick `tick`'s frame to land in the
+    /// queue. A key pressed meanwhile (another step, Q) is not kept
+    /// waiting: what there is shows, and the key runs next.
+    fn await_queued(
+        &mut self,
+        tick: u64,
+        output: &mut Output<'_>,
+        deadline: Instant,
+    ) -> Result<(), PlayError> {
+        let shared = Arc::clone(&self.shared);
+        while shared.queue.wait_ready(tick, Duration::from_millis(20)) == WaitReady::TimedOut
+            && Instant::now() < deadline
+        {
+            self.check_failed()?;
+            if output.attention() {
+                break;
+            }
         }
         Ok(())
     }
