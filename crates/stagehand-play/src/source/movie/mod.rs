@@ -133,76 +133,24 @@ impl Movie {
                 reason: e.to_string(),
             });
         }
-        let decode_error = |reason: String| PlayError::Decode {
-            path: path.to_owned(),
-            reason,
-        };
-        let unsupported = |reason: String| PlayError::Unsupported {
-            path: path.to_owned(),
-            reason,
-        };
-        let mut input = ffmpeg::format::input(path)
-            .map_err(|e| decode_error(format!("not a movie FFmpeg reads ({e})")))?;
-        let stream = input
-            .streams()
-            .best(ffmpeg::media::Type::Video)
-            .ok_or_else(|| unsupported("it has no video stream".into()))?;
-        let stream_index = stream.index();
-        let time_base = f64::from(stream.time_base());
-        let codec = stream.parameters().id();
-        let codec_name = format!("{codec:?}").to_ascii_lowercase();
-        let rate = rate_of(&stream).unwrap_or(24.0);
-        if !(time_base.is_finite() && time_base > 0.0) {
-            return Err(decode_error(format!(
-                "its video stream has a time base of {time_base}"
-            )));
-        }
-        let declared = input.duration();
-        // Stopped before it holds more frames than a movie may have.
-        let Some(mut index) = Index::read(&mut input, stream_index, time_base, rate, MAX_FRAMES)
-        else {
-            return Err(unsupported(format!(
-                "it has more than {MAX_FRAMES} video frames"
-            )));
-        };
-        drop(input);
-        // A container may mark every frame a keyframe (a MOV without a
-        // sync-sample table) for a codec whose frames refer to others.
-        index.intra_only &= codec_is_intra_only(codec);
-        index.check_length(declared, rate);
-        if index.frames.is_empty() {
-            return Err(decode_error(match &index.damage {
-                Some(d) => format!("no video frame could be read: {d}"),
-                None => "its video stream has no frames".into(),
-            }));
-        }
-        if index.positions.is_empty() {
-            return Err(decode_error(
-                "its frames' timestamps give no position to show them at".into(),
-            ));
-        }
-        if index.positions.len() > MAX_FRAMES {
-            return Err(unsupported(format!(
-                "{} frames: at most {MAX_FRAMES}",
-                index.positions.len()
-            )));
-        }
-        let mut decoder = Decoder::open(path, stream_index, None, index.intra_only)
-            .map_err(|reason| unsupported(format!("codec {codec_name}: {reason}")))?;
+        let (index, found) = read_index(path)?;
+        let codec_name = format!("{:?}", found.codec).to_ascii_lowercase();
+        let mut decoder = Decoder::open(path, found.stream, None, index.intra_only)
+            .map_err(|reason| unsupported(path, format!("codec {codec_name}: {reason}")))?;
         let info = decoder.info(&index).map_err(|reason| {
             if reason.starts_with("pixel format") {
-                unsupported(reason)
+                unsupported(path, reason)
             } else {
-                decode_error(format!("the first frame does not decode: {reason}"))
+                decode_error(path, format!("the first frame does not decode: {reason}"))
             }
         })?;
         Ok(Self {
             path: path.to_owned(),
             info,
-            rate,
+            rate: found.rate,
             codec: codec_name,
             index,
-            stream: stream_index,
+            stream: found.stream,
             decoder: Mutex::new((decoder, std::thread::current().id())),
         })
     }
@@ -296,6 +244,93 @@ impl Frames for Movie {
     fn decoders(&self, _asked: usize) -> usize {
         1
     }
+}
+
+/// A movie's video stream, as its header gives it.
+struct Found {
+    stream: usize,
+    codec: ffmpeg::codec::Id,
+    rate: f64,
+}
+
+/// `path` could not be decoded.
+fn decode_error(path: &Path, reason: String) -> PlayError {
+    PlayError::Decode {
+        path: path.to_owned(),
+        reason,
+    }
+}
+
+/// `path` uses something the player does not take.
+fn unsupported(path: &Path, reason: String) -> PlayError {
+    PlayError::Unsupported {
+        path: path.to_owned(),
+        reason,
+    }
+}
+
+/// Reads the packets of `path`'s video stream into an index (stopped
+/// before it holds more frames than a movie may have), and checks it.
+fn read_index(path: &Path) -> Result<(Index, Found), PlayError> {
+    let mut input = ffmpeg::format::input(path)
+        .map_err(|e| decode_error(path, format!("not a movie FFmpeg reads ({e})")))?;
+    let stream = input
+        .streams()
+        .best(ffmpeg::media::Type::Video)
+        .ok_or_else(|| unsupported(path, "it has no video stream".into()))?;
+    let found = Found {
+        stream: stream.index(),
+        codec: stream.parameters().id(),
+        rate: rate_of(&stream).unwrap_or(24.0),
+    };
+    let time_base = f64::from(stream.time_base());
+    if !(time_base.is_finite() && time_base > 0.0) {
+        return Err(decode_error(
+            path,
+            format!("its video stream has a time base of {time_base}"),
+        ));
+    }
+    let declared = input.duration();
+    let Some(mut index) = Index::read(&mut input, found.stream, time_base, found.rate, MAX_FRAMES)
+    else {
+        return Err(unsupported(
+            path,
+            format!("it has more than {MAX_FRAMES} video frames"),
+        ));
+    };
+    // A container may mark every frame a keyframe (a MOV without a
+    // sync-sample table) for a codec whose frames refer to others.
+    index.intra_only &= codec_is_intra_only(found.codec);
+    index.check_length(declared, found.rate);
+    check_index(path, &index)?;
+    Ok((index, found))
+}
+
+/// Refuses an index with no frame, no position to show one at, or more
+/// positions than a movie may have.
+fn check_index(path: &Path, index: &Index) -> Result<(), PlayError> {
+    if index.frames.is_empty() {
+        return Err(decode_error(
+            path,
+            match &index.damage {
+                Some(d) => format!("no video frame could be read: {d}"),
+                None => "its video stream has no frames".into(),
+            },
+        ));
+    }
+    if index.positions.is_empty() {
+        return Err(decode_error(
+            path,
+            "its frames' timestamps give no position to show them at".into(),
+        ));
+    }
+    if index.positions.len() > MAX_FRAMES {
+        return Err(unsupported(
+            path,
+            format!("{} frames: at most {MAX_FRAMES}", index.positions.len()),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
