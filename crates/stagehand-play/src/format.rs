@@ -67,44 +67,73 @@ pub fn choose(
     choice: FormatChoice,
     has_16bit_norm: bool,
 ) -> Result<FormatPlan, PlayError> {
+    let (texture, reduction) = match source.yuv {
+        Some(yuv) => (plane_texture(yuv.bits, choice, has_16bit_norm)?, None),
+        None if choice == FormatChoice::Auto => auto_texture(source.sample, has_16bit_norm),
+        None => chosen_texture(choice, source.sample, has_16bit_norm)?,
+    };
+    Ok(FormatPlan {
+        texture,
+        source,
+        reduction: reduction.map(str::to_owned),
+    })
+}
+
+/// What a texture keeps less of than the source has, if anything.
+type Reduction = Option<&'static str>;
+
+/// A movie's planes go up as the decoder made them, every code value
+/// exact, and become RGB in the render pass: normalised, so the sampler
+/// filters them; 16-bit integers (read texel by texel) where the device
+/// has no 16-bit normalised textures.
+fn plane_texture(
+    bits: u8,
+    choice: FormatChoice,
+    has_16bit_norm: bool,
+) -> Result<wgpu::TextureFormat, PlayError> {
     use wgpu::TextureFormat as T;
-    if let Some(yuv) = source.yuv {
-        // A movie's planes go up as the decoder made them, every code
-        // value exact, and become RGB in the render pass.
-        if choice != FormatChoice::Auto {
-            return Err(PlayError::InvalidOption(
-                "--format is for image sequences: a movie's Y'CbCr planes are uploaded as decoded and converted on the GPU".into(),
-            ));
-        }
-        // Normalised, so the sampler filters them; 16-bit integers
-        // (read texel by texel) where the device has no 16-bit
-        // normalised textures.
-        let texture = match (yuv.bits > 8, has_16bit_norm) {
-            (false, _) => T::R8Unorm,
-            (true, true) => T::R16Unorm,
-            (true, false) => T::R16Uint,
-        };
-        return Ok(FormatPlan {
-            texture,
-            source,
-            reduction: None,
-        });
+    if choice != FormatChoice::Auto {
+        return Err(PlayError::InvalidOption(
+            "--format is for image sequences: a movie's Y'CbCr planes are uploaded as decoded and converted on the GPU".into(),
+        ));
     }
-    let sample = source.sample;
-    let (texture, reduction): (T, Option<&str>) = match (choice, sample) {
-        (FormatChoice::Auto, SampleType::U8) => (T::Rgba8Unorm, None),
-        (FormatChoice::Auto, SampleType::U16) if has_16bit_norm => (T::Rgba16Unorm, None),
-        (FormatChoice::Auto, SampleType::U16) => (
+    Ok(match (bits > 8, has_16bit_norm) {
+        (false, _) => T::R8Unorm,
+        (true, true) => T::R16Unorm,
+        (true, false) => T::R16Uint,
+    })
+}
+
+/// The texture for `sample` where none was asked for: the source's
+/// precision where the device has a format for it.
+fn auto_texture(sample: SampleType, has_16bit_norm: bool) -> (wgpu::TextureFormat, Reduction) {
+    use wgpu::TextureFormat as T;
+    match sample {
+        SampleType::U8 => (T::Rgba8Unorm, None),
+        SampleType::U16 if has_16bit_norm => (T::Rgba16Unorm, None),
+        SampleType::U16 => (
             T::Rgba16Float,
             Some(
                 "16-bit integers stored as half floats (11 significant bits): the adapter has no 16-bit normalised textures",
             ),
         ),
-        (FormatChoice::Auto, SampleType::F16) => (T::Rgba16Float, None),
-        (FormatChoice::Auto, SampleType::F32) => (
+        SampleType::F16 => (T::Rgba16Float, None),
+        SampleType::F32 => (
             T::Rgba16Float,
             Some("32-bit floats stored as half floats (--format rgba32f keeps them whole)"),
         ),
+    }
+}
+
+/// The texture asked for (`--format`), and what it keeps less of.
+fn chosen_texture(
+    choice: FormatChoice,
+    sample: SampleType,
+    has_16bit_norm: bool,
+) -> Result<(wgpu::TextureFormat, Reduction), PlayError> {
+    use wgpu::TextureFormat as T;
+    Ok(match (choice, sample) {
+        (FormatChoice::Auto, _) => auto_texture(sample, has_16bit_norm),
         (FormatChoice::Rgba8, SampleType::U8) => (T::Rgba8Unorm, None),
         (FormatChoice::Rgba8, SampleType::U16) => {
             (T::Rgba8Unorm, Some("16-bit integers reduced to 8 bits"))
@@ -134,11 +163,6 @@ pub fn choose(
             (T::Rgba16Float, Some("32-bit floats stored as half floats"))
         }
         (FormatChoice::Rgba32f, _) => (T::Rgba32Float, None),
-    };
-    Ok(FormatPlan {
-        texture,
-        source,
-        reduction: reduction.map(str::to_owned),
     })
 }
 
