@@ -99,44 +99,16 @@ impl Run<'_> {
                 renderer.draw(gpu, self.frame(renderer))?;
                 Some(Instant::now())
             }
-            Output::Window(w) => {
-                let overlay_changed = self.update_overlay(gpu, w)?;
-                // Nothing new to show (the next frame is late, or playback
-                // is paused): no draw and no present. On a software
-                // adapter a present costs the render thread most of a frame
-                // period, which the frames still to come need more.
-                if !(overlay_changed || w.dirty || w.screen.stale()) && w.drawn == self.screen {
-                    return Ok(());
-                }
-                w.dirty = false;
-                w.drawn = self.screen;
-                let shown = if w.screen.puts() {
-                    self.put(gpu, renderer, w)?
-                } else {
-                    self.present_surface(gpu, renderer, w)?
-                };
-                match shown {
-                    // Minimised or occluded: nothing drawn, the clock goes on;
-                    // drawn as soon as it can be.
-                    None => {
-                        w.dirty = true;
-                        None
+            Output::Window(w) => match self.present_window(gpu, renderer, w)? {
+                Shown::Nothing => return Ok(()),
+                Shown::Hidden => None,
+                Shown::At(now) => {
+                    if playing {
+                        w.count_present(now);
                     }
-                    Some(now) => {
-                        if playing {
-                            w.presents.push_back(now);
-                            while w
-                                .presents
-                                .front()
-                                .is_some_and(|&p| now - p > Duration::from_secs(1))
-                            {
-                                w.presents.pop_front();
-                            }
-                        }
-                        Some(now)
-                    }
+                    Some(now)
                 }
-            }
+            },
         };
         match (playing, presented) {
             (true, Some(now)) => {
@@ -149,6 +121,40 @@ impl Run<'_> {
             (false, _) => self.last_present = None,
         }
         Ok(())
+    }
+
+    /// Draws into the window, where there is anything new to show: the
+    /// overlay changed, the window was dirtied or went stale, or another
+    /// frame is on screen. Nothing new (the next frame is late, or
+    /// playback is paused): no draw and no present; on a software adapter
+    /// a present costs the render thread most of a frame period, which the
+    /// frames still to come need more.
+    fn present_window(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        w: &mut Windowed<'_>,
+    ) -> Result<Shown, PlayError> {
+        let overlay_changed = self.update_overlay(gpu, w)?;
+        if !(overlay_changed || w.dirty || w.screen.stale()) && w.drawn == self.screen {
+            return Ok(Shown::Nothing);
+        }
+        w.dirty = false;
+        w.drawn = self.screen;
+        let shown = if w.screen.puts() {
+            self.put(gpu, renderer, w)?
+        } else {
+            self.present_surface(gpu, renderer, w)?
+        };
+        Ok(match shown {
+            // Minimised or occluded: nothing drawn, the clock goes on;
+            // drawn as soon as it can be.
+            None => {
+                w.dirty = true;
+                Shown::Hidden
+            }
+            Some(now) => Shown::At(now),
+        })
     }
 
     /// Draws into the window's next surface texture and presents it; when
@@ -305,12 +311,32 @@ impl Run<'_> {
         Ok(changed)
     }
 
-    /// The heads-up display's lines.
+    /// The heads-up display's lines: where playback is, how it goes,
+    /// what the caches hold, the uploads' latency, the display.
     pub(super) fn hud_lines(&self, w: &Windowed<'_>) -> Vec<String> {
+        let mut lines = self.playback_lines(w).to_vec();
+        lines.extend(self.cache_lines());
+        let latency = {
+            let l = self.shared.counters.latencies.lock();
+            let recent = &l[l.len().saturating_sub(48)..];
+            Millis::of(recent.to_vec())
+        };
+        lines.push(format!(
+            "upload latency p50 {:.1} ms  p99 {:.1} ms",
+            latency.p50, latency.p99
+        ));
+        if let Some(d) = &self.display {
+            lines.push(format!("{:?}, exposure {:+.1}", d.transfer, d.exposure));
+        }
+        lines
+    }
+
+    /// The frame on screen, the transport's state and rate, the frames
+    /// lost.
+    fn playback_lines(&self, w: &Windowed<'_>) -> [String; 3] {
         let shared = &self.shared;
         let len = shared.route.len();
-        let pos = self.screen_position();
-        let fps = self.shared.period.as_secs_f64().recip();
+        let fps = shared.period.as_secs_f64().recip();
         let stats = shared.queue.stats();
         let state = if shared.clock.paused() {
             "paused"
@@ -322,17 +348,18 @@ impl Run<'_> {
         } else {
             "loop off"
         };
-        let mut lines = vec![
-            match pos {
-                Some(p) => format!(
-                    "frame {} ({}/{})  {}",
-                    number_at(self.feed, p),
-                    p + 1,
-                    len,
-                    timecode(p as u64, fps)
-                ),
-                None => format!("frame -  (-/{len})"),
-            },
+        let frame = match self.screen_position() {
+            Some(p) => format!(
+                "frame {} ({}/{})  {}",
+                number_at(self.feed, p),
+                p + 1,
+                len,
+                timecode(p as u64, fps)
+            ),
+            None => format!("frame -  (-/{len})"),
+        };
+        [
+            frame,
             format!(
                 "{state}, {looped}  fps {:.2} of {:.2}",
                 w.presents.len(),
@@ -342,7 +369,12 @@ impl Run<'_> {
                 "dropped {}  late {}  failed {}",
                 stats.dropped, stats.late, stats.failed
             ),
-        ];
+        ]
+    }
+
+    /// What the frame cache and the GPU tier hold.
+    fn cache_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
         if let Feed::Frames { cache, .. } = self.feed {
             let c = cache.stats();
             lines.push(format!(
@@ -360,19 +392,32 @@ impl Run<'_> {
                 human_bytes(g.bytes)
             ));
         }
-        let latency = {
-            let l = shared.counters.latencies.lock();
-            let recent = &l[l.len().saturating_sub(48)..];
-            Millis::of(recent.to_vec())
-        };
-        lines.push(format!(
-            "upload latency p50 {:.1} ms  p99 {:.1} ms",
-            latency.p50, latency.p99
-        ));
-        if let Some(d) = &self.display {
-            lines.push(format!("{:?}, exposure {:+.1}", d.transfer, d.exposure));
-        }
         lines
+    }
+}
+
+/// What a window's present did.
+enum Shown {
+    /// Nothing new to show: not drawn.
+    Nothing,
+    /// Minimised or occluded: nothing could be drawn.
+    Hidden,
+    /// Presented at this time.
+    At(Instant),
+}
+
+impl Windowed<'_> {
+    /// Counts a present made while playing, for the rate over the last
+    /// second.
+    fn count_present(&mut self, now: Instant) {
+        self.presents.push_back(now);
+        while self
+            .presents
+            .front()
+            .is_some_and(|&p| now - p > Duration::from_secs(1))
+        {
+            self.presents.pop_front();
+        }
     }
 }
 
