@@ -66,30 +66,30 @@ pub struct Renderer {
     upscale: Option<Upscale>,
 }
 
-impl Renderer {
-    /// A renderer for `queue`'s slots (frames of `frame_size`) into
-    /// targets of `format` (an 8-bit format, not sRGB: the pass writes
-    /// display-encoded values), with an offscreen target of `size`.
-    /// `display` is the transform for scene-linear sources; `None` draws
-    /// display-referred sources as they are stored. `yuv` says the slots
-    /// hold a picture's Y'CbCr planes, packed ([`crate::yuv`]), converted
-    /// to RGB as they are drawn.
-    pub fn new(
+/// The shader and pipelines a renderer draws with: the display
+/// transform for RGBA frames, or the Y'CbCr conversion (and the upscale
+/// that follows it) for a movie's planes.
+struct Program {
+    shader: Tracked<wgpu::ShaderModule>,
+    pipeline_layout: Tracked<wgpu::PipelineLayout>,
+    pipeline: Tracked<wgpu::RenderPipeline>,
+    upscale: Option<Upscale>,
+}
+
+impl Program {
+    fn new(
         gpu: &Gpu,
-        queue: &FrameQueue,
+        layout: &wgpu::BindGroupLayout,
+        frame_format: wgpu::TextureFormat,
         frame_size: (u32, u32),
-        size: (u32, u32),
         format: wgpu::TextureFormat,
         display: Option<Display>,
         yuv: Option<Yuv>,
     ) -> Result<Self> {
         let device = gpu.device();
-        let frame_format = queue.texture(0).format();
-        let sampling = Sampling::of(gpu, frame_format, yuv.is_some());
-        let layout = sampling.layout(gpu)?;
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("play"),
-            bind_group_layouts: &[Some(&*layout)],
+            bind_group_layouts: &[Some(layout)],
             immediate_size: 0,
         })?;
         let source = match yuv {
@@ -117,6 +117,42 @@ impl Renderer {
             }
             None => None,
         };
+        Ok(Self {
+            shader,
+            pipeline_layout,
+            pipeline,
+            upscale,
+        })
+    }
+}
+
+impl Renderer {
+    /// A renderer for `queue`'s slots (frames of `frame_size`) into
+    /// targets of `format` (an 8-bit format, not sRGB: the pass writes
+    /// display-encoded values), with an offscreen target of `size`.
+    /// `display` is the transform for scene-linear sources; `None` draws
+    /// display-referred sources as they are stored. `yuv` says the slots
+    /// hold a picture's Y'CbCr planes, packed ([`crate::yuv`]), converted
+    /// to RGB as they are drawn.
+    pub fn new(
+        gpu: &Gpu,
+        queue: &FrameQueue,
+        frame_size: (u32, u32),
+        size: (u32, u32),
+        format: wgpu::TextureFormat,
+        display: Option<Display>,
+        yuv: Option<Yuv>,
+    ) -> Result<Self> {
+        let device = gpu.device();
+        let frame_format = queue.texture(0).format();
+        let sampling = Sampling::of(gpu, frame_format, yuv.is_some());
+        let layout = sampling.layout(gpu)?;
+        let Program {
+            shader,
+            pipeline_layout,
+            pipeline,
+            upscale,
+        } = Program::new(gpu, &layout, frame_format, frame_size, format, display, yuv)?;
         let sampler = sampling.sampler(gpu)?;
         let params = match yuv {
             Some(_) => None,
