@@ -53,43 +53,9 @@ pub(super) fn describe(frame: &ffmpeg::frame::Video) -> Result<FrameInfo, String
         return Err(format!("a decoded picture of {width}x{height}"));
     }
     let tags = Tags::of(frame);
-    use ffmpeg::ffi::{AVChromaLocation as L, AVColorRange as R, AVColorSpace as S};
-    let matrix = match tags.space {
-        v if v == S::AVCOL_SPC_BT709 as i32 => Matrix::Bt709,
-        v if [
-            S::AVCOL_SPC_BT470BG,
-            S::AVCOL_SPC_SMPTE170M,
-            S::AVCOL_SPC_FCC,
-        ]
-        .iter()
-        .any(|&s| v == s as i32) =>
-        {
-            Matrix::Bt601
-        }
-        v if v == S::AVCOL_SPC_BT2020_NCL as i32 || v == S::AVCOL_SPC_BT2020_CL as i32 => {
-            Matrix::Bt2020
-        }
-        _ => Matrix::untagged(width, height),
-    };
-    let range = match tags.range {
-        v if v == R::AVCOL_RANGE_JPEG as i32 => Range::Full,
-        v if v == R::AVCOL_RANGE_MPEG as i32 => Range::Limited,
-        _ if full => Range::Full,
-        _ => Range::Limited,
-    };
-    let siting = match tags.siting {
-        v if v == L::AVCHROMA_LOC_LEFT as i32 || v == L::AVCHROMA_LOC_BOTTOMLEFT as i32 => {
-            Siting::Left
-        }
-        v if v == L::AVCHROMA_LOC_CENTER as i32 || v == L::AVCHROMA_LOC_BOTTOM as i32 => {
-            Siting::Center
-        }
-        v if v == L::AVCHROMA_LOC_TOPLEFT as i32 || v == L::AVCHROMA_LOC_TOP as i32 => {
-            Siting::TopLeft
-        }
-        _ if full && chroma == Chroma::S420 => Siting::Center,
-        _ => Siting::Left,
-    };
+    let matrix = matrix_of(tags.space, (width, height));
+    let range = range_of(tags.range, full);
+    let siting = siting_of(tags.siting, full && chroma == Chroma::S420);
     Ok(FrameInfo {
         width,
         height,
@@ -107,6 +73,51 @@ pub(super) fn describe(frame: &ffmpeg::frame::Video) -> Result<FrameInfo, String
             siting,
         }),
     })
+}
+
+/// The matrix a colour-space tag names (untagged or unknown: by size).
+fn matrix_of(space: i32, (width, height): (u32, u32)) -> Matrix {
+    use ffmpeg::ffi::AVColorSpace as S;
+    let is = |s: S| space == s as i32;
+    if is(S::AVCOL_SPC_BT709) {
+        Matrix::Bt709
+    } else if is(S::AVCOL_SPC_BT470BG) || is(S::AVCOL_SPC_SMPTE170M) || is(S::AVCOL_SPC_FCC) {
+        Matrix::Bt601
+    } else if is(S::AVCOL_SPC_BT2020_NCL) || is(S::AVCOL_SPC_BT2020_CL) {
+        Matrix::Bt2020
+    } else {
+        Matrix::untagged(width, height)
+    }
+}
+
+/// The range a tag names (untagged: full for JPEG-range formats, else
+/// limited).
+fn range_of(range: i32, full_format: bool) -> Range {
+    use ffmpeg::ffi::AVColorRange as R;
+    match range {
+        v if v == R::AVCOL_RANGE_JPEG as i32 => Range::Full,
+        v if v == R::AVCOL_RANGE_MPEG as i32 => Range::Limited,
+        _ if full_format => Range::Full,
+        _ => Range::Limited,
+    }
+}
+
+/// The chroma siting a tag names (untagged: centred for JPEG-range 4:2:0,
+/// else left, as MPEG sites it).
+fn siting_of(siting: i32, centred_if_untagged: bool) -> Siting {
+    use ffmpeg::ffi::AVChromaLocation as L;
+    let is = |l: L| siting == l as i32;
+    if is(L::AVCHROMA_LOC_LEFT) || is(L::AVCHROMA_LOC_BOTTOMLEFT) {
+        Siting::Left
+    } else if is(L::AVCHROMA_LOC_CENTER) || is(L::AVCHROMA_LOC_BOTTOM) {
+        Siting::Center
+    } else if is(L::AVCHROMA_LOC_TOPLEFT) || is(L::AVCHROMA_LOC_TOP) {
+        Siting::TopLeft
+    } else if centred_if_untagged {
+        Siting::Center
+    } else {
+        Siting::Left
+    }
 }
 
 /// A plane's line size as FFmpeg gives it (its C `int` widened to
