@@ -142,9 +142,10 @@ fn plan(path: &Path, headers: &[Header]) -> Result<Plan, PlayError> {
     )))
 }
 
-/// The plan for reading `chosen` (channel indices, in output order) from one
-/// part, or why it cannot be read.
-fn plan_layer(layer: usize, header: &Header, chosen: &[usize]) -> Result<Plan, String> {
+/// Refuses what the player does not read in a part: HTJ2K compression,
+/// subsampled channels, 32-bit unsigned integers among those `chosen`.
+fn check_layer(header: &Header, chosen: &[usize]) -> Result<(), String> {
+    // Every compression named, so a new one is a decision, not a default.
     match header.compression {
         Compression::Uncompressed
         | Compression::RLE
@@ -174,6 +175,14 @@ fn plan_layer(layer: usize, header: &Header, chosen: &[usize]) -> Result<Plan, S
     {
         return Err(format!("channel {} holds 32-bit unsigned integers", c.name));
     }
+    Ok(())
+}
+
+/// The plan for reading `chosen` (channel indices, in output order) from one
+/// part, or why it cannot be read.
+fn plan_layer(layer: usize, header: &Header, chosen: &[usize]) -> Result<Plan, String> {
+    check_layer(header, chosen)?;
+    let list = &header.channels.list;
     let sample = if chosen
         .iter()
         .all(|&i| list[i].sample_type == ExrSample::F16)
