@@ -139,6 +139,39 @@ impl DeviceSink {
     }
 }
 
+impl DeviceShared {
+    /// The device's callback: fills `data` (`channels` interleaved) from
+    /// `ring`, or with silence while paused, and keeps the clock's books;
+    /// `latency` is how long until the device plays what it is given.
+    fn fill(&self, data: &mut [f32], ring: &Ring, channels: u16, latency: Duration) {
+        let frames = (data.len() / usize::from(channels)) as u64;
+        *self.last_callback.lock() = Some(Instant::now());
+        let over = self.pace(frames, latency);
+        if over.is_some() {
+            // Its clock is not followed from now on.
+            self.ran_ahead.store(true, Relaxed);
+        }
+        if self.paused.load(Relaxed) {
+            data.fill(0.0);
+        } else {
+            let missing = (ring.pop_into(data) / usize::from(channels)) as u64;
+            self.underruns.fetch_add(missing, Relaxed);
+            // Silence for missing frames is not sound played: the clock
+            // waits for the sound.
+            let sound = frames.saturating_sub(missing);
+            let before = self.written.fetch_add(sound, Relaxed);
+            *self.last.lock() = Some((before, Instant::now() + latency, sound));
+        }
+        if let Some(over) = over {
+            // A device that takes sound as fast as it is given is held to
+            // real time's pace (at most a buffer's time per call), so the
+            // sound is not used up at once.
+            let buffer = Duration::from_secs_f64(frames as f64 / self.rate);
+            std::thread::sleep(over.min(buffer));
+        }
+    }
+}
+
 fn open(
     shared: &Arc<DeviceShared>,
     ring: Arc<Ring>,
@@ -162,33 +195,13 @@ fn open(
         .build_output_stream(
             config,
             move |data: &mut [f32], info: &cpal::OutputCallbackInfo| {
-                let frames = (data.len() / usize::from(channels)) as u64;
-                *s.last_callback.lock() = Some(Instant::now());
                 let ts = info.timestamp();
-                let latency = ts.playback.saturating_duration_since(ts.callback);
-                let over = s.pace(frames, latency);
-                if over.is_some() {
-                    // Its clock is not followed from now on.
-                    s.ran_ahead.store(true, Relaxed);
-                }
-                if s.paused.load(Relaxed) {
-                    data.fill(0.0);
-                } else {
-                    let missing = (ring.pop_into(data) / usize::from(channels)) as u64;
-                    s.underruns.fetch_add(missing, Relaxed);
-                    // Silence for missing frames is not sound played: the
-                    // clock waits for the sound.
-                    let sound = frames.saturating_sub(missing);
-                    let before = s.written.fetch_add(sound, Relaxed);
-                    *s.last.lock() = Some((before, Instant::now() + latency, sound));
-                }
-                if let Some(over) = over {
-                    // A device that takes sound as fast as it is given is
-                    // held to real time's pace (at most a buffer's time per
-                    // call), so the sound is not used up at once.
-                    let buffer = Duration::from_secs_f64(frames as f64 / s.rate);
-                    std::thread::sleep(over.min(buffer));
-                }
+                s.fill(
+                    data,
+                    &ring,
+                    channels,
+                    ts.playback.saturating_duration_since(ts.callback),
+                );
             },
             {
                 let s = Arc::clone(shared);
