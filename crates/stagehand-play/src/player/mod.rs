@@ -603,35 +603,24 @@ fn summarize(
     run: &mut Run<'_>,
     ended: Ended<'_>,
 ) -> PlaySummary {
-    let Ended {
-        played,
-        frames,
-        output,
-        output_size,
-        display,
-    } = ended;
     let shared = Arc::clone(&run.shared);
-    let counted = count_frames(run, &played, frames);
-    let frames = counted.frames;
+    let counted = count_frames(run, &ended.played, ended.frames);
+    let (played, frames) = (ended.played, counted.frames);
     let rates = Rates::of(&shared, opened, &frames);
     let peak_now = engine.staging_pool().stats().peak_held;
-    let source_numbers = |pos: usize| number_at(&opened.feed, pos);
     PlaySummary {
         warnings: opened.warnings.clone(),
         adapter: format!("{} ({:?})", gpu.info().name, gpu.info().backend),
-        source: options
-            .source
-            .as_ref()
-            .map_or_else(|| "synthetic".into(), |p| p.display().to_string()),
+        source: source_name(options),
         size: opened.size,
-        output_size,
-        output: output_line(&output),
+        output_size: ended.output_size,
+        output: output_line(&ended.output),
         present_interval: Millis::of(std::mem::take(&mut run.intervals)),
         present_calls: Millis::of(std::mem::take(&mut run.present_calls)),
         fps: options.fps,
         mode: options.mode,
         format: opened.plan.clone(),
-        display,
+        display: ended.display,
         preroll: played.preroll,
         prerolled_frames: played.prerolled,
         frames_in_range: counted.in_range,
@@ -651,27 +640,48 @@ fn summarize(
         upload_bandwidth: rates.upload_bandwidth,
         gpu_cache: run.gpu_cache.as_ref().map(GpuCache::stats),
         frame_buffers: frame_buffers(&shared, &opened.feed),
-        cache: match &opened.feed {
-            Feed::Frames { cache, .. } => Some(cache.stats()),
-            Feed::Synthetic(_) => None,
-        },
+        cache: cache_stats(&opened.feed),
         peak_staging: peak_now.max(played.first_second_peak.unwrap_or(0)),
-        peak_textures: gpu
-            .tracker()
-            .stats(stagehand_gpu::ObjectKind::Texture)
-            .peak_bytes,
+        peak_textures: peak_textures(gpu),
         peak_staging_after_warmup: played.first_second_peak.map_or(0, |_| peak_now),
-        saved_frames: run
-            .saved
-            .iter()
-            .map(|s| SavedTick {
-                tick: s.tick,
-                frame: s.position.map(source_numbers),
-            })
-            .collect(),
+        saved_frames: saved_ticks(run, &opened.feed),
         saved: std::mem::take(&mut run.saved),
         audio: None,
     }
+}
+
+/// What played, for the summary: its path, or synthetic frames.
+fn source_name(options: &PlayOptions) -> String {
+    options
+        .source
+        .as_ref()
+        .map_or_else(|| "synthetic".into(), |p| p.display().to_string())
+}
+
+/// The frame cache's numbers, for a source that has one.
+fn cache_stats(feed: &Feed) -> Option<crate::CacheStats> {
+    match feed {
+        Feed::Frames { cache, .. } => Some(cache.stats()),
+        Feed::Synthetic(_) => None,
+    }
+}
+
+/// The most bytes textures held on the device at once.
+fn peak_textures(gpu: &Gpu) -> u64 {
+    gpu.tracker()
+        .stats(stagehand_gpu::ObjectKind::Texture)
+        .peak_bytes
+}
+
+/// The ticks saved (`--save-frame`) and the frame each showed.
+fn saved_ticks(run: &Run<'_>, feed: &Feed) -> Vec<SavedTick> {
+    run.saved
+        .iter()
+        .map(|s| SavedTick {
+            tick: s.tick,
+            frame: s.position.map(|pos| number_at(feed, pos)),
+        })
+        .collect()
 }
 
 /// The frames a run's counters say it pushed, showed and dropped, those
