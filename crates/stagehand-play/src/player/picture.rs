@@ -7,7 +7,7 @@ use super::handle::Player;
 use crate::PlayError;
 use crate::options::MAX_OUTPUT_SIDE;
 use crate::render::readback::Readback;
-use crate::render::texture_2d;
+use crate::render::{cleared, texture_2d};
 use stagehand_gpu::Gpu;
 use stagehand_gpu::diag::Tracked;
 use std::sync::Arc;
@@ -107,15 +107,7 @@ impl PictureReader {
 fn clear(encoder: &mut wgpu::CommandEncoder, view: &wgpu::TextureView) {
     let _pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
         label: Some("player picture clear"),
-        color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-            view,
-            depth_slice: None,
-            resolve_target: None,
-            ops: wgpu::Operations {
-                load: wgpu::LoadOp::Clear(wgpu::Color::BLACK),
-                store: wgpu::StoreOp::Store,
-            },
-        })],
+        color_attachments: &[Some(cleared(view))],
         ..Default::default()
     });
 }

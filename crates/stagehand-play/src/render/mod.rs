@@ -496,7 +496,7 @@ fn full_screen_pipeline(
 }
 
 /// The target's attachment, cleared to black (the letterbox's bars).
-fn cleared(view: &wgpu::TextureView) -> wgpu::RenderPassColorAttachment<'_> {
+pub(crate) fn cleared(view: &wgpu::TextureView) -> wgpu::RenderPassColorAttachment<'_> {
     wgpu::RenderPassColorAttachment {
         view,
         depth_slice: None,

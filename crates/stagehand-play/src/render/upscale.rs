@@ -163,19 +163,10 @@ impl Upscale {
             return;
         }
         self.holds.set(Some(id));
-        let attachment = wgpu::RenderPassColorAttachment {
-            view: &self.view,
-            depth_slice: None,
-            resolve_target: None,
-            ops: wgpu::Operations {
-                // Every texel is drawn over: cleared, nothing is read back.
-                load: wgpu::LoadOp::Clear(wgpu::Color::BLACK),
-                store: wgpu::StoreOp::Store,
-            },
-        };
         let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
             label: Some("play convert"),
-            color_attachments: &[Some(attachment)],
+            // Every texel is drawn over: cleared, nothing is read back.
+            color_attachments: &[Some(super::cleared(&self.view))],
             ..Default::default()
         });
         pass.set_pipeline(&self.convert);
