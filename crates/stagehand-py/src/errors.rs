@@ -72,12 +72,20 @@ pub fn upload(e: UploadError) -> PyErr {
 
 /// A player error.
 pub fn play(e: PlayError) -> PyErr {
+    match e {
+        PlayError::Gpu(e) => gpu(e),
+        PlayError::Upload(e) => upload(e),
+        PlayError::Memory(p) => pool(p),
+        e => raise(play_class(&e), e.to_string()),
+    }
+}
+
+/// The class of a player error that carries no GPU, upload or pool error;
+/// a frame's error, shared between threads, is classed by the error inside.
+fn play_class(e: &PlayError) -> &'static str {
     use PlayError as P;
-    let class = match e {
-        P::Gpu(e) => return gpu(e),
-        P::Upload(e) => return upload(e),
-        P::Frame(ref inner) => return play_shared(inner, &e),
-        P::Memory(p) => return pool(p),
+    match e {
+        P::Frame(inner) => play_class(inner),
         P::NoFrames(_)
         | P::Unsupported { .. }
         | P::Io { .. }
@@ -87,19 +95,5 @@ pub fn play(e: PlayError) -> PyErr {
         P::NoDisplay(_) => "NoDisplayError",
         P::InvalidOption(_) => "InvalidArgumentError",
         _ => "PlayerError",
-    };
-    raise(class, e.to_string())
-}
-
-/// A frame's error, shared between threads: the class of the error inside.
-fn play_shared(inner: &PlayError, outer: &PlayError) -> PyErr {
-    let class = match inner {
-        PlayError::NoFrames(_)
-        | PlayError::Unsupported { .. }
-        | PlayError::Io { .. }
-        | PlayError::Decode { .. }
-        | PlayError::SizeMismatch { .. } => "SourceError",
-        _ => "PlayerError",
-    };
-    raise(class, outer.to_string())
+    }
 }
