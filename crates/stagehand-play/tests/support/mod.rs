@@ -1,0 +1,120 @@
+//! What the movie and sound tests share: movies written by the `ffmpeg`
+//! command, the options they play with, and one playback at a time.
+
+use stagehand_gpu::upload::UploadEngine;
+use stagehand_play::{Mode, PlayError, PlayOptions, PlaySummary, engine_config, play};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+pub const FPS: f64 = 24.0;
+
+pub fn has_ffmpeg(test: &str) -> bool {
+    let ok = Command::new("ffmpeg")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIPPED {test}: no ffmpeg command to write test movies with");
+    }
+    ok
+}
+
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stagehand-movie-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `ffmpeg` with the arguments in `line` (split at spaces; none of
+/// ours holds one) writing `out`.
+pub fn ffmpeg(line: &str, out: &Path) {
+    let done = Command::new("ffmpeg")
+        .args(["-v", "error", "-y"])
+        .args(line.split_whitespace())
+        .arg(out)
+        .output()
+        .expect("ffmpeg runs");
+    assert!(
+        done.status.success(),
+        "ffmpeg {line} {}: {}",
+        out.display(),
+        String::from_utf8_lossy(&done.stderr)
+    );
+}
+
+/// The picture, in code values at 8 bits times `scale`: a strip on top
+/// (an eighth of the height) of luma 16 + 4n for frame n, neutral chroma;
+/// below it 4 x 2 blocks of flat, different Y'CbCr.
+pub fn pattern(scale: u32) -> String {
+    let s = scale;
+    format!(
+        "geq=lum='if(lt(Y,H/8),{s}*(16+4*N),{s}*(40+40*floor(X*4/W)+60*floor(Y*2/H)))'\
+         :cb='if(lt(Y,H/8),{s}*128,{s}*(60+40*floor(X*4/W)))'\
+         :cr='if(lt(Y,H/8),{s}*128,{s}*(200-50*floor(Y*2/H)-10*floor(X*4/W)))'"
+    )
+}
+
+/// A 2-second movie of `size` drawn in `pix_fmt`, encoded with the
+/// arguments in `encode` (codec, tags, an output pixel format).
+pub fn movie(
+    dir: &Path,
+    name: &str,
+    size: &str,
+    pix_fmt: &str,
+    scale: u32,
+    encode: &str,
+) -> PathBuf {
+    let path = dir.join(name);
+    let source = format!(
+        "color=black:size={size}:rate={FPS},format={pix_fmt},{}",
+        pattern(scale)
+    );
+    ffmpeg(
+        &format!("-f lavfi -i {source} -frames:v 48 {encode}"),
+        &path,
+    );
+    path
+}
+
+pub fn gpu_and_engine(features: wgpu::Features) -> (Arc<stagehand_gpu::Gpu>, UploadEngine) {
+    let gpu = Arc::new(
+        stagehand_gpu::Gpu::open(&stagehand_gpu::GpuOptions {
+            wanted_features: features,
+            ..Default::default()
+        })
+        .expect("tests need a GPU adapter"),
+    );
+    let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
+    (gpu, engine)
+}
+
+pub fn options(path: &Path, size: (u32, u32), saves: Vec<u64>) -> PlayOptions {
+    PlayOptions {
+        source: Some(path.to_owned()),
+        fps: FPS,
+        output_size: size,
+        mode: Mode::EveryFrame,
+        save_ticks: saves,
+        ..PlayOptions::default()
+    }
+}
+
+pub fn run(options: &PlayOptions) -> Result<PlaySummary, PlayError> {
+    run_with(options, stagehand_play::wanted_features())
+}
+
+/// One playback at a time: the sync tests measure milliseconds, and the
+/// test harness would otherwise run this file's playbacks side by side on
+/// a machine with two cores.
+pub static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+pub fn run_with(options: &PlayOptions, features: wgpu::Features) -> Result<PlaySummary, PlayError> {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (gpu, engine) = gpu_and_engine(features);
+    play(&gpu, &engine, options, |_| ControlFlow::Continue(()))
+}
