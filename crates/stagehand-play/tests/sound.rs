@@ -50,6 +50,19 @@ fn with_sound(path: &Path, frames: Option<u64>) -> PlayOptions {
     o
 }
 
+/// Plays `o` and checks that its sound ended within 0.15 s of `want`
+/// (seconds on the sound's own timeline); returns what it said of the
+/// sound.
+fn sound_ends_near(o: &PlayOptions, want: f64) -> stagehand_play::AudioSummary {
+    let audio = run(o).unwrap().audio.expect("sound");
+    let end = audio.source_end.expect("the sound played");
+    assert!(
+        (end - want).abs() < 0.15,
+        "the sound ended at {end} s: {audio:?}"
+    );
+    audio
+}
+
 #[test]
 fn pictures_follow_the_sound_within_half_a_frame_on_the_null_sink() {
     let _alone = alone();
@@ -210,13 +223,8 @@ fn a_looped_movie_brings_its_sound_back_to_the_start() {
     // A pass and a half: the sound must be a second into its second pass.
     let mut o = with_sound(&path, Some(72));
     o.looped = true;
-    let audio = run(&o).unwrap().audio.expect("sound");
+    let audio = sound_ends_near(&o, 1.0);
     assert!(audio.seeks >= 1, "{audio:?}");
-    let end = audio.source_end.expect("the sound played");
-    assert!(
-        (end - 1.0).abs() < 0.15,
-        "the sound ended at {end} s: {audio:?}"
-    );
 }
 
 #[test]
@@ -229,12 +237,7 @@ fn a_seek_starts_the_sound_at_the_frame_shown() {
     let path = clicking_movie(&dir, 3);
     let mut o = with_sound(&path, Some(24));
     o.seek = Some(24);
-    let audio = run(&o).unwrap().audio.expect("sound");
-    let end = audio.source_end.expect("the sound played");
-    assert!(
-        (end - 2.0).abs() < 0.15,
-        "the sound ended at {end} s: {audio:?}"
-    );
+    sound_ends_near(&o, 2.0);
 }
 
 #[test]
@@ -254,12 +257,7 @@ fn a_sound_file_whose_timeline_starts_late_lines_up_with_the_first_picture() {
     );
     let mut o = with_sound(&path, Some(24));
     o.audio.file = Some(late);
-    let audio = run(&o).unwrap().audio.expect("sound");
-    let end = audio.source_end.expect("the sound played");
-    assert!(
-        (end - 30001.0).abs() < 0.15,
-        "the sound ended at {end} s: {audio:?}"
-    );
+    sound_ends_near(&o, 30001.0);
 }
 
 #[test]
