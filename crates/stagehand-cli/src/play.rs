@@ -92,7 +92,8 @@ pub struct PlayArgs {
     /// a loop that fits plays with no upload at all. Default 0 (off).
     #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
     gpu_cache: Option<u64>,
-    /// Seconds of frames behind the playhead the cache keeps (0 to 60).
+    /// Seconds of frames behind the playhead the cache keeps (0 to 60);
+    /// without --loop, frames further behind are let go.
     #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
     read_behind: f64,
     /// realtime: keep the clock, drop frames that are not ready;

@@ -5,8 +5,17 @@
 //! Positions are indices into a sequence (0 .. `len`). Usefulness is the
 //! distance from the playhead in play order: frames just ahead are the
 //! most useful, then frames just behind (within the read-behind), then
-//! frames further ahead, and last frames behind beyond the read-behind.
-//! With looping, "ahead" wraps past the end to the start.
+//! frames further ahead. With looping, "ahead" wraps past the end to the
+//! start, and every frame that fits is kept: the next pass shows it again.
+//! Without looping, a frame the playhead has passed by more than the
+//! read-behind is let go at once: play will not come back to it unless a
+//! seek does, and its buffer is the one the next frame decoded is written
+//! into. Keeping it would cost more than the frame is worth on the pass
+//! that made it: every frame kept is memory the process has never
+//! touched, which the kernel faults in and clears page by page on the
+//! decode threads (a third of the CPU of a 4K ProRes pass measured on a
+//! two-core machine), while a frame let go comes back as a buffer already
+//! touched. A longer read-behind keeps more of what was played.
 //!
 //! The player and the decoders meet here:
 //! - decoders [`claim`](FrameCache::claim) the most useful position that
@@ -26,6 +35,7 @@ use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How a frame cache is sized.
@@ -34,9 +44,11 @@ pub struct CacheConfig {
     /// Bytes of decoded frames it may hold; 0 holds none (every frame is
     /// decoded when needed and dropped after its upload).
     pub budget: u64,
-    /// Frames behind the playhead to keep for stepping back.
+    /// Frames behind the playhead to keep for stepping back (without
+    /// looping, frames further behind are let go).
     pub read_behind: usize,
-    /// Whether play wraps from the last position to the first.
+    /// Whether play wraps from the last position to the first, at the
+    /// start ([`FrameCache::set_looped`] changes it).
     pub looped: bool,
     /// Frames the decoders may run ahead when nothing is retained (budget
     /// too small): the hand-over room. At least 1.
@@ -105,7 +117,7 @@ enum Place {
     /// Behind by this many, within the read-behind.
     Behind(usize),
     /// Behind beyond the read-behind (not looping): needed again only
-    /// after a seek.
+    /// after a seek, so never kept.
     Far(usize),
 }
 
@@ -143,6 +155,8 @@ pub struct FrameCache {
     skip: Gaps,
     /// Bytes of one decoded frame (all frames of a sequence share a size).
     frame_bytes: u64,
+    /// Whether play wraps from the last position to the first.
+    looped: AtomicBool,
     state: Mutex<State>,
     changed: Condvar,
 }
@@ -169,6 +183,7 @@ impl FrameCache {
             len,
             skip,
             frame_bytes: frame_bytes.max(1),
+            looped: AtomicBool::new(config.looped),
             state: Mutex::new(State {
                 held: HashMap::new(),
                 aside: HashMap::new(),
@@ -192,10 +207,46 @@ impl FrameCache {
         usize::try_from(self.config.budget / self.frame_bytes).unwrap_or(usize::MAX)
     }
 
+    fn looped(&self) -> bool {
+        self.looped.load(Ordering::Relaxed)
+    }
+
+    /// Play wraps from the last position to the first (`true`), or stops
+    /// there: without looping, frames behind the read-behind are let go.
+    pub fn set_looped(&self, looped: bool) {
+        self.looped.store(looped, Ordering::Relaxed);
+        let mut state = self.state.lock();
+        self.let_go_of_played(&mut state);
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// Lets go of the frames held that the playhead has passed by more than
+    /// the read-behind (none when looping).
+    fn let_go_of_played(&self, state: &mut State) {
+        if self.looped() {
+            return;
+        }
+        let playhead = state.playhead;
+        let played: Vec<usize> = state
+            .held
+            .keys()
+            .copied()
+            .filter(|&p| matches!(self.place(playhead, p), Place::Far(_)))
+            .collect();
+        for p in played {
+            if let Some(frame) = state.held.remove(&p) {
+                state.stats.bytes -= Self::bytes_of(&frame);
+                state.stats.evicted += 1;
+            }
+        }
+        state.stats.frames = state.held.len() as u64;
+    }
+
     /// Where `pos` stands from the playhead.
     fn place(&self, playhead: usize, pos: usize) -> Place {
         let len = self.len.max(1);
-        let (ahead, behind) = if self.config.looped {
+        let (ahead, behind) = if self.looped() {
             (
                 Some((pos + len - playhead) % len),
                 Some((playhead + len - pos) % len),
@@ -229,6 +280,7 @@ impl FrameCache {
     pub fn set_playhead(&self, pos: usize) {
         let mut state = self.state.lock();
         state.playhead = pos.min(self.len.saturating_sub(1));
+        self.let_go_of_played(&mut state);
         // Frames set aside for positions now behind (or, looping, a whole
         // pass away) will not be fetched soon: let them go.
         let near = self.window(&state) + self.config.hand_over;
@@ -304,7 +356,7 @@ impl FrameCache {
         let taken = |p: &usize| taken(p) || state.on_device.contains(p);
         let mut d = start;
         while d < self.len {
-            let p = if self.config.looped {
+            let p = if self.looped() {
                 (state.playhead + d) % self.len
             } else {
                 state.playhead + d
@@ -332,7 +384,8 @@ impl FrameCache {
     /// useful frames to evict for it).
     fn fits(&self, state: &State, pos: usize) -> bool {
         let need = self.frame_bytes;
-        if need > self.config.budget {
+        let played = matches!(self.place(state.playhead, pos), Place::Far(_));
+        if need > self.config.budget || played {
             return false;
         }
         let free = self.config.budget - state.stats.bytes;
@@ -388,9 +441,10 @@ impl FrameCache {
             return true;
         }
         let rank = self.rank(state.playhead, pos);
+        let played = matches!(self.place(state.playhead, pos), Place::Far(_));
         // Evict the least useful frames while they are less useful than
         // this one and it does not fit.
-        while state.stats.bytes + need > self.config.budget {
+        while !played && state.stats.bytes + need > self.config.budget {
             let victim = state
                 .held
                 .keys()
@@ -404,7 +458,7 @@ impl FrameCache {
                 state.stats.evicted += 1;
             }
         }
-        let kept = state.stats.bytes + need <= self.config.budget;
+        let kept = !played && state.stats.bytes + need <= self.config.budget;
         if kept {
             state.stats.bytes += need;
             state.stats.peak_bytes = state.stats.peak_bytes.max(state.stats.bytes);
@@ -613,6 +667,7 @@ impl std::fmt::Debug for FrameCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame_buffers::FrameBuffers;
     use crate::source::{FrameInfo, SampleType};
     use bytes::Bytes;
 
@@ -720,24 +775,112 @@ mod tests {
         for p in 0..3 {
             assert!(c.insert_frame(p, frame(p as u8)));
         }
-        // 0, 1, 2 held: three hits.
+        // 0, 1, 2 held: three hits. Without looping, a frame the playhead
+        // passed by more than the read-behind of 1 is let go: at 2, frame 0.
         for p in 0..3 {
             c.set_playhead(p);
             assert!(c.get(p).is_some());
         }
+        assert!(!c.contains(0), "0 is two behind: let go");
         c.set_playhead(3);
+        assert!(!c.contains(1), "1 is two behind: let go");
         assert!(c.get(3).is_none(), "3 was never decoded");
-        // Inserting 3 evicts the least useful: 0 and 1 are both behind
-        // beyond the read-behind of 1, and the farthest goes first.
-        assert!(c.insert_frame(3, frame(3)));
-        assert!(!c.contains(0), "the farthest frame behind is evicted first");
+        assert!(c.insert_frame(3, frame(3)), "room without evicting");
         assert!(
             c.contains(2),
             "the frame just behind is kept for stepping back"
         );
         let s = c.stats();
-        assert_eq!((s.hits, s.misses, s.decoded, s.evicted), (3, 1, 4, 1));
-        assert!(s.bytes <= s.budget);
+        assert_eq!((s.hits, s.misses, s.decoded, s.evicted), (3, 1, 4, 2));
+        assert_eq!((s.frames, s.bytes), (2, 8));
+    }
+
+    #[test]
+    fn a_looped_cache_evicts_the_frame_play_reaches_last() {
+        let c = cache(3, true, 10);
+        for p in 0..3 {
+            assert!(c.insert_frame(p, frame(p as u8)));
+        }
+        c.set_playhead(3);
+        assert!(
+            c.contains(0) && c.contains(1),
+            "looping keeps what was played"
+        );
+        // From 3, play reaches 0 in seven frames and 1 in eight; 2 is just
+        // behind (kept for stepping back). 3 is worth more than any, and 1
+        // goes for it.
+        assert!(c.insert_frame(3, frame(3)));
+        assert!(!c.contains(1), "1 is the last play reaches");
+        assert!(c.contains(0) && c.contains(2));
+        assert_eq!(c.stats().evicted, 1);
+    }
+
+    #[test]
+    fn a_pass_without_looping_lets_played_frames_go_and_their_buffers_are_reused() {
+        // A budget that would hold the whole sequence: without looping, the
+        // frames played are still let go, so the decoders write into
+        // recycled buffers and the memory held stays at the read-behind and
+        // the frames ahead.
+        let buffers = FrameBuffers::new();
+        let c = cache(10, false, 10);
+        for p in 0..10 {
+            let mut buffer = buffers.take(4).unwrap();
+            buffer.as_mut_slice().fill(p as u8);
+            let frame = Frame {
+                data: buffer.freeze(),
+                ..frame(0)
+            };
+            assert!(c.insert_frame(p, frame), "{p} is the playhead's");
+            c.set_playhead(p);
+            let shown = c.get(p).and_then(|f| f.ok()).map(|f| f.data[0]);
+            assert_eq!(shown, Some(p as u8));
+            assert!(c.stats().frames <= 2, "at most {p} and the one behind");
+        }
+        let s = buffers.stats();
+        assert!(s.misses <= 3, "buffers allocated: {s:?}");
+        assert!(s.hits >= 7, "buffers reused: {s:?}");
+    }
+
+    #[test]
+    fn a_pass_with_looping_keeps_every_frame_that_fits() {
+        let c = cache(10, true, 10);
+        for p in 0..10 {
+            assert!(c.insert_frame(p, frame(p as u8)));
+            c.set_playhead(p);
+        }
+        c.set_playhead(0);
+        assert_eq!(c.stats().frames, 10, "the next pass is all hits");
+        for p in 0..10 {
+            c.set_playhead(p);
+            assert!(c.get(p).is_some(), "{p} was kept");
+        }
+        assert_eq!(c.stats().evicted, 0);
+    }
+
+    #[test]
+    fn looping_turned_off_mid_play_lets_played_frames_go_and_on_again_keeps_them() {
+        let c = cache(10, true, 10);
+        for p in 0..6 {
+            assert!(c.insert_frame(p, frame(p as u8)));
+        }
+        c.set_playhead(5);
+        c.set_looped(false);
+        assert!(
+            (0..4).all(|p| !c.contains(p)),
+            "frames more than one behind went"
+        );
+        assert!(c.contains(4) && c.contains(5));
+        assert!(
+            !c.insert_frame(1, frame(1)),
+            "a played frame is not kept without looping"
+        );
+        c.set_looped(true);
+        assert!(
+            c.insert_frame(1, frame(1)),
+            "with looping it is ahead again"
+        );
+        c.set_playhead(9);
+        assert!(c.contains(1) && c.contains(4), "and it stays");
     }
 
     #[test]

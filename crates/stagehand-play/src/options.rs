@@ -105,7 +105,9 @@ pub struct PlayOptions {
     /// Bytes of landed frames to keep on the device (the GPU tier);
     /// `None` or `Some(0)`: none.
     pub gpu_cache_bytes: Option<u64>,
-    /// Seconds of frames behind the playhead the cache keeps.
+    /// Seconds of frames behind the playhead the cache keeps; without
+    /// looping, frames further behind are let go (their buffers hold the
+    /// frames decoded next).
     pub read_behind: f64,
     /// Realtime or every frame.
     pub mode: Mode,

@@ -322,16 +322,7 @@ impl PlaySummary {
     /// The frames' fate, the time taken, the rates.
     fn count_fields(&self) -> Vec<Field> {
         let f = &self.frames;
-        let decode = if self.decode_bandwidth > 0.0 {
-            format!(
-                "{}/s, {:.1} frames/s per thread",
-                human_bytes(self.decode_bandwidth as u64),
-                self.decode_fps_per_thread
-            )
-        } else {
-            "generated in place".into()
-        };
-        vec![
+        let mut fields = vec![
             field("mode", format!("{:?}", self.mode)),
             ("in range".into(), Cell::int(self.frames_in_range)),
             ("pushed".into(), Cell::int(f.pushed)),
@@ -341,6 +332,23 @@ impl PlaySummary {
             ("failed".into(), Cell::int(f.failed)),
             ("never pushed".into(), Cell::int(self.never_pushed)),
             ("gaps".into(), Cell::int(self.gaps)),
+        ];
+        fields.extend(self.rate_fields());
+        fields
+    }
+
+    /// The time taken and the rates reached.
+    fn rate_fields(&self) -> [Field; 4] {
+        let decode = if self.decode_bandwidth > 0.0 {
+            format!(
+                "{}/s, {:.1} frames/s per thread",
+                human_bytes(self.decode_bandwidth as u64),
+                self.decode_fps_per_thread
+            )
+        } else {
+            "generated in place".into()
+        };
+        [
             field(
                 "seconds",
                 format!(
@@ -367,42 +375,13 @@ impl PlaySummary {
     fn memory_fields(&self) -> Vec<Field> {
         let mut fields = Vec::new();
         if let Some(c) = &self.cache {
-            fields.push(field(
-                "cache",
-                format!(
-                    "{} hits, {} misses, {} decoded, {} evicted; peak {} of {}",
-                    c.hits,
-                    c.misses,
-                    c.decoded,
-                    c.evicted,
-                    human_bytes(c.peak_bytes),
-                    human_bytes(c.budget)
-                ),
-            ));
+            fields.push(field("cache", cache_line(c)));
         }
         if let Some(b) = &self.frame_buffers {
-            fields.push(field(
-                "frame buffers",
-                format!(
-                    "{} allocated, {} reused; peak {}",
-                    b.allocated,
-                    b.reused,
-                    human_bytes(b.peak_bytes)
-                ),
-            ));
+            fields.push(field("frame buffers", buffers_line(b)));
         }
         if let Some(g) = &self.gpu_cache {
-            fields.push(field(
-                "gpu cache",
-                format!(
-                    "{} frames ({} of {}), {} shown with no upload, {} passed over",
-                    g.frames,
-                    human_bytes(g.bytes),
-                    human_bytes(g.budget),
-                    g.shown,
-                    g.passed_over
-                ),
-            ));
+            fields.push(field("gpu cache", tier_line(g)));
         }
         fields.extend([
             ("peak staging".into(), Cell::Bytes(self.peak_staging)),
@@ -414,6 +393,41 @@ impl PlaySummary {
         ]);
         fields
     }
+}
+
+/// The frame cache's line: hits, misses, decodes, evictions, its peak.
+fn cache_line(c: &CacheStats) -> String {
+    format!(
+        "{} hits, {} misses, {} decoded, {} evicted; peak {} of {}",
+        c.hits,
+        c.misses,
+        c.decoded,
+        c.evicted,
+        human_bytes(c.peak_bytes),
+        human_bytes(c.budget)
+    )
+}
+
+/// The frame buffers' line: allocated against reused.
+fn buffers_line(b: &FrameBufferStats) -> String {
+    format!(
+        "{} allocated, {} reused; peak {}",
+        b.allocated,
+        b.reused,
+        human_bytes(b.peak_bytes)
+    )
+}
+
+/// The GPU tier's line: what it holds and what it saved.
+fn tier_line(g: &GpuCacheStats) -> String {
+    format!(
+        "{} frames ({} of {}), {} shown with no upload, {} passed over",
+        g.frames,
+        human_bytes(g.bytes),
+        human_bytes(g.budget),
+        g.shown,
+        g.passed_over
+    )
 }
 
 /// The sound's lines: its source, its output, the drift, its error.

@@ -432,8 +432,8 @@ impl Run<'_> {
             Command::Seek(pos) => {
                 self.seek(gpu, renderer, output, tick, pos.min(last), options)?;
             }
-            Command::ToggleLoop => route.set_looped(!route.looped()),
-            Command::Loop(on) => route.set_looped(on),
+            Command::ToggleLoop => self.set_looped(!route.looped()),
+            Command::Loop(on) => self.set_looped(on),
             Command::Exposure(stops) => self.expose(gpu, renderer, stops)?,
             Command::ToggleFullscreen => {
                 if let Output::Window(w) = output {
@@ -456,6 +456,15 @@ impl Run<'_> {
             w.dirty = true;
         }
         Ok(Next::Go)
+    }
+
+    /// Loops the range, or not: the route and the cache (which keeps what
+    /// a loop will show again) together.
+    fn set_looped(&self, on: bool) {
+        self.shared.route.set_looped(on);
+        if let Feed::Frames { cache, .. } = self.feed {
+            cache.set_looped(on);
+        }
     }
 
     /// Runs the clock again: from the start of the range when playback
