@@ -398,11 +398,12 @@ impl PlaySummary {
 /// The frame cache's line: hits, misses, decodes, evictions, its peak.
 fn cache_line(c: &CacheStats) -> String {
     format!(
-        "{} hits, {} misses, {} decoded, {} evicted; peak {} of {}",
+        "{} hits, {} misses, {} decoded, {} evicted, {} played and let go; peak {} of {}",
         c.hits,
         c.misses,
         c.decoded,
         c.evicted,
+        c.played_let_go,
         human_bytes(c.peak_bytes),
         human_bytes(c.budget)
     )
@@ -520,6 +521,7 @@ impl Section for CacheStats {
             ("misses".into(), Cell::int(self.misses)),
             ("decoded".into(), Cell::int(self.decoded)),
             ("evicted".into(), Cell::int(self.evicted)),
+            ("played, let go".into(), Cell::int(self.played_let_go)),
             ("handed over".into(), Cell::int(self.passed_through)),
             ("frames".into(), Cell::int(self.frames)),
             ("bytes".into(), Cell::Bytes(self.bytes)),
