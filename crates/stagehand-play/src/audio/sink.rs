@@ -49,6 +49,10 @@ struct NullShared {
     stop: AtomicBool,
     underruns: AtomicU64,
     last_period: Mutex<Option<Instant>>,
+    /// The most `played` has said: underruns are counted a period at a
+    /// time while real time runs on between periods, so the difference
+    /// alone would step back by up to a period at each dry one.
+    said: Mutex<f64>,
 }
 
 impl NullShared {
@@ -59,9 +63,13 @@ impl NullShared {
         run.as_secs_f64() * self.rate
     }
 
-    /// Frames of sound played: real time less the silence of underruns.
+    /// Frames of sound played: real time less the silence of underruns,
+    /// never less than it said before.
     fn played(&self) -> f64 {
-        (self.ran() - self.underruns.load(Relaxed) as f64).max(0.0)
+        let now = self.ran() - self.underruns.load(Relaxed) as f64;
+        let mut said = self.said.lock();
+        *said = said.max(now);
+        *said
     }
 }
 
@@ -82,6 +90,7 @@ impl NullSink {
             stop: AtomicBool::new(false),
             underruns: AtomicU64::new(0),
             last_period: Mutex::new(None),
+            said: Mutex::new(0.0),
         });
         let s = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -146,5 +155,31 @@ impl Drop for NullSink {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_null_sink_whose_ring_runs_dry_never_plays_backwards() {
+        // Nothing is ever pushed: every period is an underrun, counted in
+        // one step while real time runs on smoothly between them.
+        let sink = NullSink::start(Arc::new(Ring::new(4096)), 48_000, 2).expect("starts");
+        let mut last = sink.played();
+        let until = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < until {
+            std::thread::sleep(Duration::from_micros(300));
+            let now = sink.played();
+            assert!(now >= last, "played went back from {last} to {now} frames");
+            last = now;
+        }
+        assert!(sink.underruns() > 0, "the dry ring was never read");
+        // Silence is not play: at most a period of it shows as played.
+        assert!(
+            last <= 48_000.0 * PERIOD.as_secs_f64() * 2.0,
+            "{last} frames played from an empty ring"
+        );
     }
 }

@@ -50,11 +50,16 @@ impl Clock {
     fn audio_now(&self) -> Option<Duration> {
         #[cfg(feature = "video")]
         if let Some(audio) = self.audio.get() {
-            let now = audio.now();
+            // Read under the lock that `set` holds while it moves the
+            // sound, so a reading from before a seek is never kept after.
             let mut state = self.state.lock();
+            let now = audio.now();
             match now {
                 Some(t) => {
-                    let t = Duration::from_secs_f64(t.max(0.0));
+                    // A device's word on what it played jitters with its
+                    // callbacks; the pictures never go back for it.
+                    let t = Duration::from_secs_f64(t.max(0.0))
+                        .max(state.last_audio.map_or(Duration::ZERO, |(last, _)| last));
                     state.last_audio = Some((t, Instant::now()));
                     return Some(t);
                 }
@@ -147,6 +152,10 @@ impl Clock {
         let mut state = self.state.lock();
         let wall = state.paused_at.unwrap_or_else(Instant::now) - start;
         state.behind = wall.as_nanos() as i128 - t.as_nanos() as i128;
+        #[cfg(feature = "video")]
+        {
+            state.last_audio = None;
+        }
         // The sound's play time follows; where in its source it plays is
         // the render loop's to put right (it knows the frame shown).
         #[cfg(feature = "video")]
