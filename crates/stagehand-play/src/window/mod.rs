@@ -203,6 +203,9 @@ impl ApplicationHandler for App {
 struct Surface {
     surface: wgpu::Surface<'static>,
     config: wgpu::SurfaceConfiguration,
+    /// Whether the last configuration took: wgpu panics on asking an
+    /// unconfigured surface for a texture.
+    configured: bool,
 }
 
 /// How frames reach the window: a wgpu surface, or (wgpu's GL backend on
@@ -341,12 +344,17 @@ impl Screen {
                 Vec::new()
             },
         };
-        if w > 0 && h > 0 {
+        let configured = w > 0 && h > 0;
+        if configured {
             gpu.queue()
                 .configure_surface(&surface, &config)
                 .map_err(|e| PlayError::NoDisplay(format!("cannot present to the window: {e}")))?;
         }
-        self.present = Some(Present::Surface(Surface { surface, config }));
+        self.present = Some(Present::Surface(Surface {
+            surface,
+            config,
+            configured,
+        }));
         Ok(SurfaceInfo {
             format: format!("{:?}", format.remove_srgb_suffix()),
             present_mode: format!("{mode:?}"),
@@ -523,6 +531,12 @@ impl Screen {
         }
         for _ in 0..2 {
             let surface = self.surface()?;
+            if !surface.configured {
+                // Its last configuration failed (the window changed size
+                // again meanwhile): tried again before the next frame.
+                self.app.resized = true;
+                return None;
+            }
             // A window destroyed under us fails validation: skip the frame
             // (its close event ends playback) rather than panic.
             let Ok(current) = gpu.device().catch(|| surface.surface.get_current_texture()) else {
@@ -560,11 +574,8 @@ impl Screen {
             s.config.height = h;
             // No submission of the queue runs meanwhile (see
             // `Queue::configure_surface`).
-            if gpu
-                .queue()
-                .configure_surface(&s.surface, &s.config)
-                .is_err()
-            {
+            s.configured = gpu.queue().configure_surface(&s.surface, &s.config).is_ok();
+            if !s.configured {
                 // Tried again before the next frame.
                 self.app.resized = true;
             }
@@ -579,6 +590,7 @@ impl Screen {
             (&mut self.present, gpu.instance().create_surface(window))
         {
             s.surface = surface;
+            s.configured = false;
         }
         self.reconfigure(gpu);
     }
