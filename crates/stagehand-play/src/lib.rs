@@ -21,6 +21,7 @@ pub mod options;
 pub mod pattern;
 mod player;
 pub mod render;
+pub mod samples;
 pub mod source;
 mod summary;
 pub mod testdata;
@@ -34,7 +35,7 @@ pub use format::{FormatChoice, FormatPlan};
 pub use gpu_cache::GpuCacheStats;
 
 pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
-pub use player::watch::{CacheInfo, Event, Status, Watch};
+pub use player::watch::{CacheInfo, EVENT_QUEUE, Event, Status, Watch};
 pub use player::{PictureReader, Player, engine_config, play, play_in, wanted_features};
 pub use render::{Display, Renderer, Transfer};
 pub use source::natural_cmp;

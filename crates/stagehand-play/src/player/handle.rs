@@ -182,8 +182,17 @@ impl Player {
     /// The events, as they happen: frame changed, play started and
     /// stopped, ended, error. The receiver can be cloned and handed to
     /// another thread (one that forwards the events to a toolkit's loop).
+    /// A caller need not read them: past
+    /// [`EVENT_QUEUE`](crate::EVENT_QUEUE) unread events the oldest
+    /// go, counted in [`events_lost`](Self::events_lost).
     pub fn events(&self) -> &Receiver<Event> {
         &self.events
+    }
+
+    /// Events let go unread because [`EVENT_QUEUE`](crate::EVENT_QUEUE)
+    /// of them were waiting.
+    pub fn events_lost(&self) -> u64 {
+        self.watch.events_lost()
     }
 
     /// Waits up to `timeout` for `until` to hold of the status (a seek to

@@ -3,10 +3,14 @@
 //! caller never polls a lock to hear of them), and the picture it drew.
 
 use crate::cache::FrameCache;
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Events a watch holds for a caller who has not read them: past these,
+/// the oldest go.
+pub const EVENT_QUEUE: usize = 1024;
 
 /// What happened to playback.
 #[derive(Clone, Debug, PartialEq)]
@@ -103,6 +107,14 @@ fn held_run(
     n
 }
 
+/// The sending end of a watch's events, and a receiving end of its own to
+/// let the oldest go when the caller has not read them.
+#[derive(Debug)]
+struct Queue {
+    send: Sender<Event>,
+    oldest: Receiver<Event>,
+}
+
 /// The player's side of the watch: where the render loop reports.
 #[derive(Clone, Debug, Default)]
 pub struct Watch {
@@ -114,7 +126,9 @@ struct Inner {
     status: Mutex<Status>,
     /// Wakes those waiting for a change of status.
     changed: Condvar,
-    events: Mutex<Option<Sender<Event>>>,
+    events: Mutex<Option<Queue>>,
+    /// Events let go unread because the queue was full.
+    lost: std::sync::atomic::AtomicU64,
     /// The texture the player draws the picture into, once it has one.
     picture: Mutex<Option<wgpu::Texture>>,
     /// The frame cache, where the source has one.
@@ -126,9 +140,12 @@ struct Inner {
 impl Watch {
     /// A watch and the receiving end of its events.
     pub fn new() -> (Self, Receiver<Event>) {
-        let (send, receive) = crossbeam_channel::unbounded();
+        let (send, receive) = crossbeam_channel::bounded(EVENT_QUEUE);
         let watch = Self::default();
-        *watch.inner.events.lock() = Some(send);
+        *watch.inner.events.lock() = Some(Queue {
+            send,
+            oldest: receive.clone(),
+        });
         (watch, receive)
     }
 
@@ -208,6 +225,11 @@ impl Watch {
         true
     }
 
+    /// Events let go unread because the queue was full.
+    pub fn events_lost(&self) -> u64 {
+        self.inner.lost.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Records `next` as the state of playback and sends the events its
     /// difference from the last makes.
     pub(crate) fn update(&self, next: Status) {
@@ -245,10 +267,28 @@ impl Watch {
         self.update(next);
     }
 
+    /// Queues `event`; when the caller has left [`EVENT_QUEUE`] events
+    /// unread, the oldest goes to make room (counted in
+    /// [`events_lost`](Self::events_lost)), so a caller who never reads
+    /// costs no memory and one who reads late hears the newest.
     fn send(&self, event: Event) {
-        if let Some(events) = &*self.inner.events.lock() {
-            // Nobody listening is no error.
-            let _ = events.send(event);
+        let Some(queue) = &*self.inner.events.lock() else {
+            return;
+        };
+        let mut event = event;
+        loop {
+            match queue.send.try_send(event) {
+                // Nobody listening is no error.
+                Ok(()) | Err(TrySendError::Disconnected(_)) => return,
+                Err(TrySendError::Full(back)) => {
+                    event = back;
+                    if queue.oldest.try_recv().is_ok() {
+                        self.inner
+                            .lost
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            }
         }
     }
 }
@@ -273,6 +313,32 @@ mod tests {
             3,
             "never past itself"
         );
+    }
+
+    #[test]
+    fn a_player_whose_events_are_never_read_keeps_only_the_newest() {
+        // An application that polls the status and never reads the events
+        // (a day at 24 fps is two million frame changes).
+        let (watch, events) = Watch::new();
+        let n = 10 * EVENT_QUEUE;
+        for p in 0..n {
+            watch.update(Status {
+                position: Some(p),
+                playing: true,
+                len: n,
+                ..Status::default()
+            });
+        }
+        assert_eq!(events.len(), EVENT_QUEUE, "the queue is bounded");
+        // n frame changes and one start.
+        assert_eq!(watch.events_lost(), (n + 1 - EVENT_QUEUE) as u64);
+        let got: Vec<Event> = events.try_iter().collect();
+        assert_eq!(
+            got.last(),
+            Some(&Event::FrameChanged(n - 1)),
+            "the newest kept"
+        );
+        assert_eq!(got[0], Event::FrameChanged(n - EVENT_QUEUE), "in order");
     }
 
     #[test]
