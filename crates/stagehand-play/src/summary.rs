@@ -86,6 +86,16 @@ pub struct PassStats {
     pub uploads: u64,
 }
 
+impl PassStats {
+    /// Counts `other`'s frames into this pass's.
+    pub fn add(&mut self, other: &PassStats) {
+        self.frames += other.frames;
+        self.shown += other.shown;
+        self.missed += other.missed;
+        self.uploads += other.uploads;
+    }
+}
+
 /// What a playback did.
 #[derive(Clone, Debug, Serialize)]
 pub struct PlaySummary {
@@ -137,6 +147,8 @@ pub struct PlaySummary {
     pub gaps: u64,
     /// Each pass over the sequence: the first shows what decoding keeps up
     /// with, later ones what the cache holds. Empty for synthetic frames.
+    /// At most [`MAX_PASSES`] entries: the last sums every pass from it on,
+    /// so a short loop left running does not grow the list.
     pub passes: Vec<PassStats>,
     /// Render ticks run.
     pub ticks: u64,
@@ -211,9 +223,43 @@ pub struct AudioSummary {
     pub source_end: Option<f64>,
     /// Each measured frame's render tick and its drift in milliseconds
     /// (signed: negative, before its time), in order: for a breakdown over
-    /// time (`stagehand bench sync`). Left out of the JSON.
+    /// time (`stagehand bench sync`). Past [`crate::samples::KEPT`] frames
+    /// (22 minutes at 24 fps) a uniform sample of them, in no order, so a
+    /// long run's memory does not grow. Left out of the JSON.
     #[serde(skip)]
     pub drift_by_tick: Vec<(u64, f64)>,
+}
+
+/// Passes the summary's text names one by one.
+const PASSES_SHOWN: usize = 24;
+
+/// Frames each pass missed, the first [`PASSES_SHOWN`] passes by name and
+/// the rest summed.
+fn missed_line(passes: &[PassStats]) -> String {
+    let shown = passes.len().min(PASSES_SHOWN);
+    let mut line: Vec<String> = passes[..shown]
+        .iter()
+        .map(|p| p.missed.to_string())
+        .collect();
+    if passes.len() > shown {
+        let mut rest = PassStats::default();
+        passes[shown..].iter().for_each(|p| rest.add(p));
+        line.push(format!("and {} over the later passes", rest.missed));
+    }
+    line.join(" ")
+}
+
+/// Passes a summary lists one by one.
+pub const MAX_PASSES: usize = 1000;
+
+/// Adds `pass` to `passes`: as an entry of its own up to [`MAX_PASSES`],
+/// then into the last entry.
+pub(crate) fn record_pass(passes: &mut Vec<PassStats>, pass: PassStats) {
+    let full = passes.len() >= MAX_PASSES;
+    match passes.last_mut() {
+        Some(last) if full => last.add(&pass),
+        _ => passes.push(pass),
+    }
 }
 
 /// One read-back: the render target and the frame texture on screen.
@@ -262,8 +308,7 @@ impl PlaySummary {
         fields.extend(self.count_fields());
         fields.extend(self.memory_fields());
         if self.passes.len() > 1 {
-            let missed: Vec<String> = self.passes.iter().map(|p| p.missed.to_string()).collect();
-            fields.push(field("missed per pass", missed.join(" ")));
+            fields.push(field("missed per pass", missed_line(&self.passes)));
         }
         fields.extend(self.saved_frames.iter().map(|s| {
             let shown = match s.frame {
@@ -539,5 +584,42 @@ impl Section for CacheStats {
                 "bytes and frames: what the cache held when playback ended (0: the memory went back).".into(),
             ],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_PASSES, PassStats, missed_line, record_pass};
+
+    fn pass(missed: u64) -> PassStats {
+        PassStats {
+            frames: 2,
+            shown: 2 - missed,
+            missed,
+            uploads: 2,
+        }
+    }
+
+    #[test]
+    fn a_short_loop_left_running_keeps_a_bounded_list_of_passes_that_adds_up() {
+        let mut passes = Vec::new();
+        let n = 3 * MAX_PASSES as u64;
+        for i in 0..n {
+            record_pass(&mut passes, pass(i % 2));
+        }
+        assert_eq!(passes.len(), MAX_PASSES);
+        let frames: u64 = passes.iter().map(|p| p.frames).sum();
+        let missed: u64 = passes.iter().map(|p| p.missed).sum();
+        assert_eq!((frames, missed), (2 * n, n / 2), "every pass counted");
+        assert_eq!(passes[1], pass(1), "the first passes stay apart");
+    }
+
+    #[test]
+    fn the_missed_line_names_the_first_passes_and_sums_the_rest() {
+        assert_eq!(missed_line(&[pass(0), pass(1)]), "0 1");
+        let many: Vec<_> = (0..30).map(|i| pass(u64::from(i >= 24))).collect();
+        let line = missed_line(&many);
+        assert!(line.starts_with("0 0 0"), "{line}");
+        assert!(line.ends_with("0 and 6 over the later passes"), "{line}");
     }
 }

@@ -95,10 +95,32 @@ enum Feed {
 /// render loop (the frame queue's slots and the GPU tier's hand-off bound it).
 const RECENT_PUSHES: usize = 4 * crate::options::MAX_DEPTH + 8;
 
+/// Upload latencies recorded for the heads-up display.
+const RECENT_LATENCIES: usize = 48;
+
+/// Milliseconds from each upload's start to its landing: all of them for
+/// the summary (sampled past [`crate::samples::KEPT`]), the last
+/// [`RECENT_LATENCIES`] for the heads-up display.
+#[derive(Default)]
+struct Latencies {
+    all: crate::samples::Timings,
+    recent: std::collections::VecDeque<f64>,
+}
+
+impl Latencies {
+    fn push(&mut self, ms: f64) {
+        self.all.push(ms);
+        if self.recent.len() == RECENT_LATENCIES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(ms);
+    }
+}
+
 /// What the producer and decoders count.
 #[derive(Default)]
 struct Counters {
-    latencies: Arc<Mutex<Vec<f64>>>,
+    latencies: Arc<Mutex<Latencies>>,
     decode_nanos: AtomicU64,
     decoded_bytes: AtomicU64,
     decoded_frames: AtomicU64,
@@ -451,8 +473,10 @@ impl RunAudio {
     }
 
     fn summary(self, run: &mut Run<'_>, summary: &PlaySummary) -> crate::AudioSummary {
-        let drift_by_tick = std::mem::take(&mut run.drift);
-        let drift: Vec<f64> = drift_by_tick.iter().map(|(_, d)| d.abs()).collect();
+        let measured = run.drift.seen();
+        let drift_by_tick = std::mem::take(&mut run.drift).into_kept();
+        let mut drift = Millis::of(drift_by_tick.iter().map(|(_, d)| d.abs()).collect());
+        drift.max = drift.max.max(run.drift_max);
         #[cfg(feature = "video")]
         let (source, sink, underruns, error) = self.audio.describe();
         #[cfg(not(feature = "video"))]
@@ -467,8 +491,8 @@ impl RunAudio {
             source,
             sink: self.not_played.unwrap_or(sink),
             played: self.played,
-            measured: drift.len() as u64,
-            drift: Millis::of(drift),
+            measured,
+            drift,
             drift_by_tick,
             skipped: summary.frames.dropped + summary.never_pushed,
             underruns,
@@ -615,8 +639,8 @@ fn summarize(
         size: opened.size,
         output_size: ended.output_size,
         output: output_line(&ended.output),
-        present_interval: Millis::of(std::mem::take(&mut run.intervals)),
-        present_calls: Millis::of(std::mem::take(&mut run.present_calls)),
+        present_interval: run.intervals.millis(),
+        present_calls: run.present_calls.millis(),
         fps: options.fps,
         mode: options.mode,
         format: opened.plan.clone(),
@@ -632,9 +656,9 @@ fn summarize(
         seconds: rates.seconds,
         achieved_fps: rates.achieved_fps,
         waited: shared.clock.waited().as_secs_f64(),
-        upload_latency: Millis::of(shared.counters.latencies.lock().clone()),
-        blocked: Millis::of(std::mem::take(&mut run.blocked)),
-        render: Millis::of(std::mem::take(&mut run.render)),
+        upload_latency: shared.counters.latencies.lock().all.millis(),
+        blocked: run.blocked.millis(),
+        render: run.render.millis(),
         decode_bandwidth: rates.decode_bandwidth,
         decode_fps_per_thread: rates.decode_fps_per_thread,
         upload_bandwidth: rates.upload_bandwidth,

@@ -318,8 +318,7 @@ impl Run<'_> {
         lines.extend(self.cache_lines());
         let latency = {
             let l = self.shared.counters.latencies.lock();
-            let recent = &l[l.len().saturating_sub(48)..];
-            Millis::of(recent.to_vec())
+            Millis::of(l.recent.iter().copied().collect())
         };
         lines.push(format!(
             "upload latency p50 {:.1} ms  p99 {:.1} ms",

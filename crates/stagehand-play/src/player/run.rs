@@ -7,7 +7,8 @@ use crate::PlayError;
 use crate::gpu_cache::GpuCache;
 use crate::options::{Mode, PlayOptions, Preroll};
 use crate::render::{Display, Renderer};
-use crate::summary::{PassStats, Progress, Saved};
+use crate::samples::{Samples, Timings};
+use crate::summary::{PassStats, Progress, Saved, record_pass};
 use crate::transport::Command;
 use stagehand_gpu::Gpu;
 use stagehand_gpu::upload::{UploadEngine, WaitReady};
@@ -31,8 +32,8 @@ pub(super) struct Run<'a> {
     pub(super) feed: &'a Feed,
     pub(super) producer: Option<JoinHandle<Result<(), PlayError>>>,
     pub(super) decoders: Vec<JoinHandle<()>>,
-    pub(super) blocked: Vec<f64>,
-    pub(super) render: Vec<f64>,
+    pub(super) blocked: Timings,
+    pub(super) render: Timings,
     pub(super) saved: Vec<Saved>,
     pub(super) passes: Vec<PassStats>,
     pub(super) gpu_cache: Option<GpuCache>,
@@ -45,9 +46,9 @@ pub(super) struct Run<'a> {
     /// Ticks left to the GPU tier for places a seek left.
     pub(super) tier_discarded: u64,
     /// Milliseconds in the surface's acquire and present calls (a window).
-    pub(super) present_calls: Vec<f64>,
+    pub(super) present_calls: Timings,
     /// Milliseconds between successive presents while playing.
-    pub(super) intervals: Vec<f64>,
+    pub(super) intervals: Timings,
     /// The last present while playing; `None` after a pause, step or seek.
     pub(super) last_present: Option<Instant>,
     /// Offscreen: the picture last drawn into the target (`None` before
@@ -59,7 +60,9 @@ pub(super) struct Run<'a> {
     pub(super) ticks_run: u64,
     /// Milliseconds each presented frame came after its time by the
     /// sound's clock (with sound, realtime).
-    pub(super) drift: Vec<(u64, f64)>,
+    pub(super) drift: Samples<(u64, f64)>,
+    /// The largest |drift| of all, in milliseconds.
+    pub(super) drift_max: f64,
 }
 
 /// What waiting for a tick ended with.
@@ -101,8 +104,8 @@ impl<'a> Run<'a> {
             feed,
             producer: None,
             decoders,
-            blocked: Vec::new(),
-            render: Vec::new(),
+            blocked: Timings::default(),
+            render: Timings::default(),
             saved: Vec::new(),
             passes: Vec::new(),
             gpu_cache,
@@ -110,13 +113,14 @@ impl<'a> Run<'a> {
             gaps: 0,
             tier_leftover: 0,
             tier_discarded: 0,
-            intervals: Vec::new(),
-            present_calls: Vec::new(),
+            intervals: Timings::default(),
+            present_calls: Timings::default(),
             last_present: None,
             drawn_offscreen: None,
             display,
             ticks_run: 0,
-            drift: Vec::new(),
+            drift: Samples::default(),
+            drift_max: 0.0,
         }
     }
 }
@@ -323,6 +327,7 @@ impl Run<'_> {
         let now = shared.clock.now().unwrap_or_default();
         let late = now.as_secs_f64() - shared.pts(tick).as_secs_f64();
         self.drift.push((tick, late * 1e3));
+        self.drift_max = self.drift_max.max((late * 1e3).abs());
         if let Some(timeline) = &shared.timeline {
             // The sound's clock beside the frame's own time.
             timeline.counter(
@@ -827,7 +832,7 @@ impl Run<'_> {
     pub(super) fn close_pass(&mut self, pass: &mut PassStats, shown: u64) {
         pass.shown = shown.min(pass.frames);
         pass.missed = pass.frames - pass.shown;
-        self.passes.push(std::mem::take(pass));
+        record_pass(&mut self.passes, std::mem::take(pass));
     }
 
     /// Whether position `pos` carries a frame (not a gap).
