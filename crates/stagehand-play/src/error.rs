@@ -63,9 +63,33 @@ pub enum PlayError {
     /// An option is out of range.
     #[error("invalid option: {0}")]
     InvalidOption(String),
-    /// A thread of the player could not start, or ended in a panic.
+    /// The player did not start as asked (its first frame did not come in
+    /// time, or playback ended before it).
     #[error("player thread: {0}")]
     Thread(String),
+    /// A thread of the player could not start (the system's limit on
+    /// threads, or on memory).
+    #[error("cannot start the {thread} thread: {cause}")]
+    Spawn {
+        /// The thread's part in the player.
+        thread: &'static str,
+        /// What the system said.
+        #[source]
+        cause: std::io::Error,
+    },
+    /// A part of the player panicked (a bug, or a library it calls): it
+    /// stopped rather than go on in a state nobody checked.
+    #[error("the {part} panicked{}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    Panicked {
+        /// The part, as the player names it (`producer`, `decoder on frame
+        /// 12`).
+        part: String,
+        /// The panic's message, where it had one in text.
+        message: Option<String>,
+    },
+    /// The player was closed already.
+    #[error("the player is closed")]
+    Closed,
     /// The upload engine refused.
     #[error(transparent)]
     Upload(#[from] UploadError),
@@ -75,4 +99,54 @@ pub enum PlayError {
     /// The GPU refused.
     #[error(transparent)]
     Gpu(#[from] stagehand_gpu::Error),
+}
+
+impl PlayError {
+    /// The error for `part`'s panic, with the panic's message where it is
+    /// text (`panic!("...")` gives a `&str` or a `String`).
+    pub(crate) fn panicked(part: impl Into<String>, payload: &(dyn std::any::Any + Send)) -> Self {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|m| (*m).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned());
+        Self::Panicked {
+            part: part.into(),
+            message,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PlayError;
+
+    #[test]
+    fn a_panic_is_an_error_naming_the_part_and_keeping_the_message() {
+        let payload = std::panic::catch_unwind(|| panic!("index {} out of range", 7)).unwrap_err();
+        let e = PlayError::panicked("producer", payload.as_ref());
+        assert_eq!(e.to_string(), "the producer panicked: index 7 out of range");
+        let payload = std::panic::catch_unwind(|| std::panic::panic_any(5u8)).unwrap_err();
+        let e = PlayError::panicked("decoder on frame 3", payload.as_ref());
+        assert_eq!(e.to_string(), "the decoder on frame 3 panicked");
+    }
+
+    #[test]
+    fn a_thread_that_cannot_start_keeps_the_systems_error_as_its_source() {
+        let e = PlayError::Spawn {
+            thread: "producer",
+            cause: std::io::Error::from(std::io::ErrorKind::OutOfMemory),
+        };
+        assert!(
+            e.to_string()
+                .starts_with("cannot start the producer thread: "),
+            "{e}"
+        );
+        let source = std::error::Error::source(&e).expect("the cause is kept");
+        assert_eq!(
+            source
+                .downcast_ref::<std::io::Error>()
+                .map(std::io::Error::kind),
+            Some(std::io::ErrorKind::OutOfMemory)
+        );
+    }
 }

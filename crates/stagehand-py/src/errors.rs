@@ -94,6 +94,7 @@ fn play_class(e: &PlayError) -> &'static str {
         | P::Write { .. } => "SourceError",
         P::NoDisplay(_) => "NoDisplayError",
         P::InvalidOption(_) => "InvalidArgumentError",
+        P::Closed => "ClosedError",
         _ => "PlayerError",
     }
 }

@@ -34,9 +34,10 @@ pub(super) fn spawn_decoders(
                 for h in handles {
                     let _ = h.join();
                 }
-                return Err(PlayError::InvalidOption(format!(
-                    "cannot start a decode thread: {e}"
-                )));
+                return Err(PlayError::Spawn {
+                    thread: "decode",
+                    cause: e,
+                });
             }
         }
     }
@@ -67,11 +68,11 @@ fn decode_loop(id: usize, frames: &dyn Frames, cache: &FrameCache, shared: &Shar
         let frame = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             decode_texels(frames, pos, shared.texture, &shared.buffers)
         }))
-        .unwrap_or_else(|_| {
-            Err(PlayError::InvalidOption(format!(
-                "the decoder panicked on frame {}",
-                frames.number(pos)
-            )))
+        .unwrap_or_else(|panic| {
+            Err(PlayError::panicked(
+                format!("decoder on frame {}", frames.number(pos)),
+                panic.as_ref(),
+            ))
         });
         let end = Instant::now();
         let c = &shared.counters;

@@ -78,7 +78,10 @@ impl Player {
                         ControlFlow::Continue(())
                     })
                 })
-                .map_err(|e| PlayError::Thread(format!("could not start the player: {e}")))?
+                .map_err(|cause| PlayError::Spawn {
+                    thread: "player",
+                    cause,
+                })?
         };
         let mut player = Self {
             gpu: Arc::clone(gpu),
@@ -100,7 +103,7 @@ impl Player {
                     "the first frame did not come within {} s",
                     OPEN_TIMEOUT.as_secs()
                 )),
-                Ok(_) => PlayError::InvalidOption("playback ended before any frame".into()),
+                Ok(_) => PlayError::Thread("playback ended before any frame".into()),
             });
         }
         Ok(player)
@@ -244,8 +247,8 @@ impl Player {
         match self.thread.take() {
             Some(thread) => thread
                 .join()
-                .map_err(|_| PlayError::Thread("the player's thread panicked".into()))?,
-            None => Err(PlayError::Thread("the player was already closed".into())),
+                .map_err(|panic| PlayError::panicked("player", panic.as_ref()))?,
+            None => Err(PlayError::Closed),
         }
     }
 }

@@ -1134,7 +1134,10 @@ fn spawn_producer(
     std::thread::Builder::new()
         .name("play producer".into())
         .spawn(move || produce(&shared, &feed))
-        .map_err(|e| PlayError::InvalidOption(format!("cannot start the producer thread: {e}")))
+        .map_err(|cause| PlayError::Spawn {
+            thread: "producer",
+            cause,
+        })
 }
 
 fn produce(shared: &Shared, feed: &Feed) -> Result<(), PlayError> {

@@ -918,7 +918,7 @@ impl Run<'_> {
         {
             handle
                 .join()
-                .map_err(|_| PlayError::InvalidOption("the producer thread panicked".into()))??;
+                .map_err(|panic| PlayError::panicked("producer", panic.as_ref()))??;
         }
         Ok(())
     }
@@ -1013,7 +1013,7 @@ impl Run<'_> {
         let produced = match self.producer.take() {
             Some(handle) => handle
                 .join()
-                .map_err(|_| PlayError::InvalidOption("the producer thread panicked".into()))
+                .map_err(|panic| PlayError::panicked("producer", panic.as_ref()))
                 .and_then(|r| r),
             None => Ok(()),
         };
