@@ -24,6 +24,7 @@ pub mod render;
 pub mod samples;
 pub mod source;
 mod summary;
+#[cfg(feature = "testdata")]
 pub mod testdata;
 pub mod transport;
 pub mod window;
@@ -40,7 +41,8 @@ pub use player::{PictureReader, Player, engine_config, play, play_in, wanted_fea
 pub use render::{Display, Renderer, Transfer};
 pub use source::natural_cmp;
 pub use summary::{
-    AudioSummary, FrameBufferStats, Millis, PassStats, PlaySummary, Progress, Saved, SavedTick,
+    AudioSummary, FrameBufferStats, MAX_PASSES, Millis, PassStats, PlaySummary, Progress, Saved,
+    SavedTick,
 };
 pub use transport::{Command, Remote};
 pub use window::{NativeWindow, PresentChoice, Screen, WindowOptions};
