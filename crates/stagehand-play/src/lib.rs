@@ -14,11 +14,7 @@ pub mod audio;
 pub mod cache;
 pub mod convert;
 mod error;
-pub mod format;
-pub mod frame_buffers;
-pub mod gpu_cache;
 pub mod options;
-pub mod pattern;
 mod player;
 pub mod render;
 pub mod samples;
@@ -30,10 +26,10 @@ pub mod transport;
 pub mod window;
 pub mod yuv;
 
+pub use cache::gpu::GpuCacheStats;
 pub use cache::{CacheConfig, CacheStats, FrameCache};
+pub use convert::format::{FormatChoice, FormatPlan};
 pub use error::PlayError;
-pub use format::{FormatChoice, FormatPlan};
-pub use gpu_cache::GpuCacheStats;
 
 pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
 pub use player::watch::{CacheInfo, EVENT_QUEUE, Event, Status, Watch};

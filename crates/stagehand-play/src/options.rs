@@ -2,7 +2,7 @@
 //! checked against before anything starts.
 
 use crate::PlayError;
-use crate::format::FormatChoice;
+use crate::convert::format::FormatChoice;
 use crate::render::Display;
 use serde::Serialize;
 use std::path::PathBuf;

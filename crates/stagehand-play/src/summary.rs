@@ -1,8 +1,8 @@
 //! What a playback did: [`PlaySummary`], and its `playback` report section.
 
 use crate::cache::CacheStats;
-use crate::format::FormatPlan;
-use crate::gpu_cache::GpuCacheStats;
+use crate::cache::gpu::GpuCacheStats;
+use crate::convert::format::FormatPlan;
 use crate::options::Mode;
 use crate::render::Display;
 use serde::Serialize;

@@ -28,7 +28,7 @@
 //! A failure names the format, the seed and the case, and keeps the file
 //! that caused it under the temporary directory it prints.
 
-use stagehand_play::frame_buffers::FrameBuffers;
+use stagehand_play::cache::buffers::FrameBuffers;
 use stagehand_play::source::{self, Sequence};
 use stagehand_play::{PlayError, parse_bytes};
 use std::path::{Path, PathBuf};

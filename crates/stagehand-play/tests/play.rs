@@ -4,7 +4,8 @@
 
 use stagehand_gpu::Gpu;
 use stagehand_gpu::upload::UploadEngine;
-use stagehand_play::{PlayError, PlayOptions, engine_config, pattern, play};
+use stagehand_play::source::pattern;
+use stagehand_play::{PlayError, PlayOptions, engine_config, play};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;

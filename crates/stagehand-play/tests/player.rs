@@ -6,7 +6,8 @@
 use stagehand_gpu::Gpu;
 use stagehand_gpu::upload::UploadEngine;
 use stagehand_play::render::read_texture;
-use stagehand_play::{Event, PlayError, PlayOptions, Player, engine_config, pattern};
+use stagehand_play::source::pattern;
+use stagehand_play::{Event, PlayError, PlayOptions, Player, engine_config};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,8 +5,8 @@
 use super::Shared;
 use crate::PlayError;
 use crate::cache::FrameCache;
+use crate::cache::buffers::FrameBuffers;
 use crate::convert;
-use crate::frame_buffers::FrameBuffers;
 use crate::source::{Frame, Frames};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -118,7 +118,7 @@ mod tests {
         let buffers = FrameBuffers::new();
         let texture = wgpu::TextureFormat::Rgba8Unorm;
         let frame = decode_texels(&frames, 0, texture, &buffers).unwrap();
-        assert!(crate::format::is_texels(&frame.info, texture));
+        assert!(crate::convert::format::is_texels(&frame.info, texture));
         let want: Vec<u8> = rgb
             .chunks_exact(3)
             .flat_map(|p| [p[0], p[1], p[2], 255])

@@ -16,14 +16,14 @@ mod run;
 pub mod watch;
 
 use crate::PlayError;
+use crate::cache::buffers::FrameBuffers;
+use crate::cache::gpu::{GpuCache, Handoff, Place, TierTextures};
 use crate::cache::{CacheConfig, Closed, FrameCache};
-use crate::format::{self, FormatPlan};
-use crate::frame_buffers::FrameBuffers;
-use crate::gpu_cache::{GpuCache, Handoff, Place, TierTextures};
+use crate::convert::format::{self, FormatPlan};
 use crate::options::{Mode, PlayOptions};
-use crate::pattern;
 use crate::render::overlay::Overlay;
 use crate::render::{Display, Renderer};
+use crate::source::pattern;
 use crate::source::{
     self, Frame, FrameInfo, Frames, Gaps, SampleType, Sequence, SequenceFrames, check_size,
 };

@@ -4,7 +4,7 @@
 use super::run::Run;
 use super::{Feed, Picture, number_at};
 use crate::PlayError;
-use crate::format;
+use crate::convert::format;
 use crate::render::Frame;
 use crate::render::overlay::Overlay;
 use crate::render::overlay::{Cell, timeline_texels};

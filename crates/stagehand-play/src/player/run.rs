@@ -4,7 +4,7 @@
 use super::output::Output;
 use super::{Feed, Picture, Shared, spawn_producer};
 use crate::PlayError;
-use crate::gpu_cache::GpuCache;
+use crate::cache::gpu::GpuCache;
 use crate::options::{Mode, PlayOptions, Preroll};
 use crate::render::{Display, Renderer};
 use crate::samples::{Samples, Timings};

@@ -40,7 +40,7 @@
 
 use super::{Frame, FrameInfo, SampleType};
 use crate::PlayError;
-use crate::frame_buffers::FrameBuffers;
+use crate::cache::buffers::FrameBuffers;
 use exr::block::UncompressedBlock;
 use exr::block::reader::{ChunksReader, Reader};
 use exr::compression::Compression;

@@ -4,7 +4,7 @@
 
 use super::Frame;
 use crate::PlayError;
-use crate::frame_buffers::FrameBuffers;
+use crate::cache::buffers::FrameBuffers;
 use std::sync::Arc;
 
 /// A source of frames by position: an image sequence (a file per

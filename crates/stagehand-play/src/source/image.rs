@@ -12,7 +12,7 @@
 
 use super::{Frame, FrameInfo, SampleType};
 use crate::PlayError;
-use crate::frame_buffers::FrameBuffers;
+use crate::cache::buffers::FrameBuffers;
 use ::image::{ColorType, ImageDecoder, ImageError, ImageReader};
 use std::path::Path;
 

@@ -20,6 +20,7 @@ mod image;
 #[cfg(feature = "video")]
 pub mod movie;
 mod natural;
+pub mod pattern;
 pub mod sequence;
 
 pub use frames::{Frames, SequenceFrames, check_size};
@@ -28,7 +29,7 @@ pub use natural::natural_cmp;
 pub use sequence::{Sequence, SequenceEntry};
 
 use crate::PlayError;
-use crate::frame_buffers::FrameBuffers;
+use crate::cache::buffers::FrameBuffers;
 use crate::yuv::Yuv;
 use bytes::Bytes;
 use std::path::Path;

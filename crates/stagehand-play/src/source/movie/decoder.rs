@@ -4,7 +4,7 @@
 
 use super::index::Index;
 use super::planes;
-use crate::frame_buffers::FrameBuffers;
+use crate::cache::buffers::FrameBuffers;
 use crate::source::{Frame, FrameInfo};
 use ffmpeg_next as ffmpeg;
 use std::sync::Arc;

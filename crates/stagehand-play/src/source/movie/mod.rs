@@ -21,7 +21,7 @@ mod planes;
 
 use super::{Frame, FrameInfo, Frames};
 use crate::PlayError;
-use crate::frame_buffers::FrameBuffers;
+use crate::cache::buffers::FrameBuffers;
 use decoder::Decoder;
 use ffmpeg_next as ffmpeg;
 use index::Index;

@@ -138,7 +138,7 @@ fn row_stride(stride: usize, plane: usize) -> Result<usize, String> {
 pub(super) fn pack(
     frame: &ffmpeg::frame::Video,
     info: FrameInfo,
-    buffers: &std::sync::Arc<crate::frame_buffers::FrameBuffers>,
+    buffers: &std::sync::Arc<crate::cache::buffers::FrameBuffers>,
 ) -> Result<Frame, String> {
     let Some(yuv) = info.yuv else {
         return Err("not a Y'CbCr frame".into());

@@ -17,6 +17,9 @@
 //! two-core machine), while a frame let go comes back as a buffer already
 //! touched. A longer read-behind keeps more of what was played.
 //!
+//! The GPU tier ([`gpu`]) keeps landed frames on the device as well, and
+//! the frames' host memory comes from recycled buffers ([`buffers`]).
+//!
 //! The player and the decoders meet here:
 //! - decoders [`claim`](FrameCache::claim) the most useful position that
 //!   is neither held nor being decoded (waiting while there is none), and
@@ -28,6 +31,9 @@
 //! A frame that does not fit the budget (the budget is smaller than a
 //! frame, or everything held is more useful) is still handed to the player
 //! once: it is kept aside until fetched, never retained.
+
+pub mod buffers;
+pub mod gpu;
 
 use crate::PlayError;
 use crate::source::{Frame, Gaps};
@@ -670,7 +676,7 @@ impl std::fmt::Debug for FrameCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame_buffers::FrameBuffers;
+    use crate::cache::buffers::FrameBuffers;
     use crate::source::{FrameInfo, SampleType};
     use bytes::Bytes;
 

@@ -428,7 +428,7 @@ impl TierTextures {
 
 /// Bytes of one texture like `desc` (one layer, mip 0).
 fn texture_bytes(desc: &wgpu::TextureDescriptor<'_>) -> u64 {
-    let texel = crate::format::texel_bytes(desc.format) as u64;
+    let texel = crate::convert::format::texel_bytes(desc.format) as u64;
     u64::from(desc.size.width) * u64::from(desc.size.height) * texel
 }
 

@@ -2,7 +2,7 @@
 //! threads: there are as many of them as cores the player gives decoding,
 //! while a stream's uploads run on one transfer worker. The frame cache
 //! then holds exactly what the upload copies, and the copy into staging is
-//! a plain `memcpy` of each row ([`crate::format::fill_staging`]).
+//! a plain `memcpy` of each row ([`crate::convert::format::fill_staging`]).
 //!
 //! Grey and RGB expand to RGBA (alpha opaque) and samples convert to the
 //! texture's precision. The converter is chosen once per frame, from the
@@ -22,9 +22,11 @@
 //! frame drawn, where converting costs once per frame decoded, on cores
 //! decoding shares.
 
+pub mod format;
+
 use crate::PlayError;
-use crate::format::{is_texels, texel_bytes};
-use crate::frame_buffers::FrameBuffers;
+use crate::cache::buffers::FrameBuffers;
+use crate::convert::format::{is_texels, texel_bytes};
 use crate::source::{Frame, FrameInfo, SampleType};
 use half::f16;
 use std::sync::Arc;
