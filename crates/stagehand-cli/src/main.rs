@@ -151,9 +151,20 @@ impl From<stagehand_gpu::Error> for Failure {
 }
 
 impl From<stagehand_play::PlayError> for Failure {
+    /// The library's words, with an option named by its flag.
     fn from(e: stagehand_play::PlayError) -> Self {
-        Self::Other(e.to_string())
+        match e {
+            stagehand_play::PlayError::BadOption { field, message } => {
+                Self::Other(format!("invalid option: {} {message}", flag(field)))
+            }
+            e => Self::Other(e.to_string()),
+        }
     }
+}
+
+/// The command line's flag for a player option: `--staging-buffers`.
+pub(crate) fn flag(field: stagehand_play::Field) -> String {
+    format!("--{}", field.name().replace('_', "-"))
 }
 
 /// Parses WIDTHxHEIGHT, each side from 1 to `max`.

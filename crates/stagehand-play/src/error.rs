@@ -60,9 +60,19 @@ pub enum PlayError {
     /// A window was asked for where none can open.
     #[error("cannot open a window: {0}")]
     NoDisplay(String),
-    /// An option is out of range.
+    /// An argument is out of range, or does not fit the source.
     #[error("invalid option: {0}")]
     InvalidOption(String),
+    /// An option's value is out of range, or does not fit the source: the
+    /// option, and what is wrong with its value (which `message` starts
+    /// with, where there is one).
+    #[error("invalid option: {field} {message}")]
+    BadOption {
+        /// The option.
+        field: crate::options::Field,
+        /// What is wrong.
+        message: String,
+    },
     /// The player did not start as asked (its first frame did not come in
     /// time, or playback ended before it).
     #[error("player thread: {0}")]

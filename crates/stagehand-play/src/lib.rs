@@ -31,7 +31,7 @@ pub use cache::{CacheConfig, CacheStats, FrameCache};
 pub use convert::format::{FormatChoice, FormatPlan};
 pub use error::PlayError;
 
-pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
+pub use options::{Field, Mode, PlayOptions, Preroll, parse_bytes};
 pub use player::watch::{CacheInfo, EVENT_QUEUE, Event, Status, Watch};
 pub use player::{PictureReader, Player, engine_config, play, play_in, wanted_features};
 pub use render::{Display, Renderer, Transfer};

@@ -180,32 +180,45 @@ impl PlayOptions {
     /// The rate, the sizes, the frames to play, the range.
     fn check_timing(&self) -> Result<(), PlayError> {
         if !(self.fps.is_finite() && (0.1..=1000.0).contains(&self.fps)) {
-            return bad(format!("--fps {}: must be from 0.1 to 1000", self.fps));
+            return bad(
+                Field::Fps,
+                format!("{}: must be from 0.1 to 1000", self.fps),
+            );
         }
         let side = |(w, h): (u32, u32)| {
             (1..=MAX_OUTPUT_SIDE).contains(&w) && (1..=MAX_OUTPUT_SIDE).contains(&h)
         };
-        if !side(self.size) || !side(self.output_size) {
-            return bad(format!(
-                "sizes must be from 1x1 to {MAX_OUTPUT_SIDE}x{MAX_OUTPUT_SIDE}"
-            ));
+        for (field, (w, h)) in [
+            (Field::Size, self.size),
+            (Field::OutputSize, self.output_size),
+        ] {
+            if !side((w, h)) {
+                return bad(
+                    field,
+                    format!("{w}x{h}: must be from 1x1 to {MAX_OUTPUT_SIDE}x{MAX_OUTPUT_SIDE}"),
+                );
+            }
         }
         if let Some(n) = self.frames
             && !(1..=MAX_FRAMES).contains(&n)
         {
-            return bad(format!("--frames {n}: must be from 1 to {MAX_FRAMES}"));
+            return bad(
+                Field::Frames,
+                format!("{n}: must be from 1 to {MAX_FRAMES}"),
+            );
         }
         if let Some((first, last)) = self.range
             && first > last
         {
-            return bad(format!(
-                "--range {first}-{last}: the first frame is after the last"
-            ));
+            return bad(
+                Field::Range,
+                format!("{first}-{last}: the first frame is after the last"),
+            );
         }
         if let Some(Preroll::Frames(n)) = self.preroll
             && n as u64 > MAX_FRAMES
         {
-            return bad(format!("--preroll {n}: must be at most {MAX_FRAMES}"));
+            return bad(Field::Preroll, format!("{n}: must be at most {MAX_FRAMES}"));
         }
         Ok(())
     }
@@ -213,22 +226,25 @@ impl PlayOptions {
     /// The decoders, the staging buffers, the queue's depth.
     fn check_threads(&self) -> Result<(), PlayError> {
         if !(1..=MAX_THREADS).contains(&self.threads) {
-            return bad(format!(
-                "--threads {}: must be from 1 to {MAX_THREADS}",
-                self.threads
-            ));
+            return bad(
+                Field::Threads,
+                format!("{}: must be from 1 to {MAX_THREADS}", self.threads),
+            );
         }
         if !(1..=MAX_STAGING_BUFFERS).contains(&self.staging_buffers) {
-            return bad(format!(
-                "--staging-buffers {}: must be from 1 to {MAX_STAGING_BUFFERS}",
-                self.staging_buffers
-            ));
+            return bad(
+                Field::StagingBuffers,
+                format!(
+                    "{}: must be from 1 to {MAX_STAGING_BUFFERS}",
+                    self.staging_buffers
+                ),
+            );
         }
         if !(2..=MAX_DEPTH).contains(&self.depth) {
-            return bad(format!(
-                "--depth {}: must be from 2 to {MAX_DEPTH}",
-                self.depth
-            ));
+            return bad(
+                Field::Depth,
+                format!("{}: must be from 2 to {MAX_DEPTH}", self.depth),
+            );
         }
         Ok(())
     }
@@ -238,10 +254,10 @@ impl PlayOptions {
         if !(self.display.exposure.is_finite()
             && f64::from(self.display.exposure).abs() <= MAX_EXPOSURE)
         {
-            return bad(format!(
-                "--exposure {}: must be from -32 to 32 stops",
-                self.display.exposure
-            ));
+            return bad(
+                Field::Exposure,
+                format!("{}: must be from -32 to 32 stops", self.display.exposure),
+            );
         }
         Ok(())
     }
@@ -249,36 +265,119 @@ impl PlayOptions {
     /// The read-behind, the cache's budget and the GPU tier's.
     fn check_memory(&self) -> Result<(), PlayError> {
         if !(self.read_behind.is_finite() && (0.0..=60.0).contains(&self.read_behind)) {
-            return bad(format!(
-                "--read-behind {}: must be from 0 to 60 seconds",
-                self.read_behind
-            ));
+            return bad(
+                Field::ReadBehind,
+                format!("{}: must be from 0 to 60 seconds", self.read_behind),
+            );
         }
         if let (Some(bytes), Some(ram)) = (self.cache_bytes, crate::cache::total_memory())
             && bytes > ram
         {
-            return bad(format!(
-                "--cache {}: more than this machine's {} of RAM",
-                stagehand_gpu::diag::human_bytes(bytes),
-                stagehand_gpu::diag::human_bytes(ram)
-            ));
+            return bad(
+                Field::Cache,
+                format!(
+                    "{}: more than this machine's {} of RAM",
+                    stagehand_gpu::diag::human_bytes(bytes),
+                    stagehand_gpu::diag::human_bytes(ram)
+                ),
+            );
         }
         if let Some(bytes) = self.gpu_cache_bytes
             && bytes > MAX_GPU_CACHE
         {
-            return bad(format!(
-                "--gpu-cache {}: at most {}",
-                stagehand_gpu::diag::human_bytes(bytes),
-                stagehand_gpu::diag::human_bytes(MAX_GPU_CACHE)
-            ));
+            return bad(
+                Field::GpuCache,
+                format!(
+                    "{}: at most {}",
+                    stagehand_gpu::diag::human_bytes(bytes),
+                    stagehand_gpu::diag::human_bytes(MAX_GPU_CACHE)
+                ),
+            );
         }
         Ok(())
     }
 }
 
 /// An option out of range.
-fn bad(message: String) -> Result<(), PlayError> {
-    Err(PlayError::InvalidOption(message))
+fn bad(field: Field, message: String) -> Result<(), PlayError> {
+    Err(PlayError::BadOption { field, message })
+}
+
+/// An option of [`PlayOptions`] (or of its sound's), as an error about its
+/// value names it. The library names it as its field; a front end names it
+/// its own way (the command line as its flag, `--staging-buffers`; Python
+/// as its keyword).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Field {
+    /// [`PlayOptions::fps`].
+    Fps,
+    /// [`PlayOptions::size`].
+    Size,
+    /// [`PlayOptions::output_size`].
+    OutputSize,
+    /// [`PlayOptions::frames`].
+    Frames,
+    /// [`PlayOptions::range`].
+    Range,
+    /// [`PlayOptions::preroll`].
+    Preroll,
+    /// [`PlayOptions::threads`].
+    Threads,
+    /// [`PlayOptions::staging_buffers`].
+    StagingBuffers,
+    /// [`PlayOptions::depth`].
+    Depth,
+    /// The display's exposure.
+    Exposure,
+    /// [`PlayOptions::read_behind`].
+    ReadBehind,
+    /// [`PlayOptions::cache_bytes`].
+    Cache,
+    /// [`PlayOptions::gpu_cache_bytes`].
+    GpuCache,
+    /// [`PlayOptions::format`].
+    Format,
+    /// The sound's offset.
+    AudioOffset,
+    /// [`PlayOptions::start_paused`].
+    StartPaused,
+    /// [`PlayOptions::save_ticks`].
+    SaveFrame,
+    /// [`PlayOptions::seek`].
+    Seek,
+}
+
+impl Field {
+    /// The option's name, in words joined by `_` (`staging_buffers`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fps => "fps",
+            Self::Size => "size",
+            Self::OutputSize => "output_size",
+            Self::Frames => "frames",
+            Self::Range => "range",
+            Self::Preroll => "preroll",
+            Self::Threads => "threads",
+            Self::StagingBuffers => "staging_buffers",
+            Self::Depth => "depth",
+            Self::Exposure => "exposure",
+            Self::ReadBehind => "read_behind",
+            Self::Cache => "cache",
+            Self::GpuCache => "gpu_cache",
+            Self::Format => "format",
+            Self::AudioOffset => "audio_offset",
+            Self::StartPaused => "start_paused",
+            Self::SaveFrame => "save_frame",
+            Self::Seek => "seek",
+        }
+    }
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Parses a byte size: `0`, `512M`, `4G`, `1.5GiB`, `100000` (bytes).
@@ -369,7 +468,7 @@ mod tests {
         ];
         for (i, o) in cases.iter().enumerate() {
             assert!(
-                matches!(o.validate(), Err(PlayError::InvalidOption(_))),
+                matches!(o.validate(), Err(PlayError::BadOption { .. })),
                 "case {i} should be refused"
             );
         }

@@ -526,10 +526,25 @@ fn format_and_range_options_meant_for_sequences_are_refused_for_movies() {
     let mut o = options(&path, (64, 48), vec![]);
     o.format = stagehand_play::FormatChoice::Rgba16f;
     let err = run(&o).unwrap_err();
-    assert!(matches!(err, PlayError::InvalidOption(_)), "{err}");
+    assert!(
+        matches!(
+            err,
+            PlayError::BadOption {
+                field: stagehand_play::Field::Format,
+                ..
+            }
+        ),
+        "{err}"
+    );
     let mut o = options(&path, (64, 48), vec![]);
     o.range = Some((0, 10));
-    assert!(matches!(run(&o).unwrap_err(), PlayError::InvalidOption(_)));
+    assert!(matches!(
+        run(&o).unwrap_err(),
+        PlayError::BadOption {
+            field: stagehand_play::Field::Range,
+            ..
+        }
+    ));
     let mut o = options(&path, (64, 48), vec![]);
     o.seek = Some(48);
     let err = run(&o).unwrap_err();

@@ -135,7 +135,10 @@ fn bad_folders_get_typed_errors() {
     };
     assert!(matches!(
         play(&gpu, &engine, &bad_fps, |_| ControlFlow::Continue(())),
-        Err(PlayError::InvalidOption(_))
+        Err(PlayError::BadOption {
+            field: stagehand_play::Field::Fps,
+            ..
+        })
     ));
     for dir in [empty, mixed, broken] {
         std::fs::remove_dir_all(dir).unwrap();

@@ -217,6 +217,9 @@ fn a_player_opened_on_nothing_playable_returns_a_typed_error_at_once() {
     };
     assert!(matches!(
         Player::open(&gpu, &engine, bad),
-        Err(PlayError::InvalidOption(_))
+        Err(PlayError::BadOption {
+            field: stagehand_play::Field::Fps,
+            ..
+        })
     ));
 }

@@ -182,9 +182,18 @@ fn bad_sound_options_are_refused_before_playback() {
     // An offset out of range.
     let mut o = with_sound(&path, Some(2));
     o.audio.offset_ms = 1e9;
-    assert!(matches!(run(&o).unwrap_err(), PlayError::InvalidOption(_)));
+    let offset = |e| {
+        matches!(
+            e,
+            PlayError::BadOption {
+                field: stagehand_play::Field::AudioOffset,
+                ..
+            }
+        )
+    };
+    assert!(offset(run(&o).unwrap_err()));
     o.audio.offset_ms = f64::NAN;
-    assert!(matches!(run(&o).unwrap_err(), PlayError::InvalidOption(_)));
+    assert!(offset(run(&o).unwrap_err()));
 }
 
 /// Ten minutes of a clicking movie on the null sink: every frame of the

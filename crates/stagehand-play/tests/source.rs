@@ -997,8 +997,8 @@ fn numbers(sequence: &Sequence) -> Vec<(Option<i64>, bool)> {
 
 fn invalid_option(result: Result<Sequence, PlayError>, what: &str) -> String {
     match result {
-        Err(PlayError::InvalidOption(message)) => message,
-        other => panic!("{what}: expected InvalidOption, got {other:?}"),
+        Err(PlayError::InvalidOption(message) | PlayError::BadOption { message, .. }) => message,
+        other => panic!("{what}: expected an invalid option, got {other:?}"),
     }
 }
 

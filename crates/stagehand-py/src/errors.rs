@@ -93,7 +93,7 @@ fn play_class(e: &PlayError) -> &'static str {
         | P::SizeMismatch { .. }
         | P::Write { .. } => "SourceError",
         P::NoDisplay(_) => "NoDisplayError",
-        P::InvalidOption(_) => "InvalidArgumentError",
+        P::InvalidOption(_) | P::BadOption { .. } => "InvalidArgumentError",
         P::Closed => "ClosedError",
         _ => "PlayerError",
     }

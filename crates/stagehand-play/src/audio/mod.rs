@@ -98,10 +98,13 @@ impl AudioOptions {
     /// Checks the offset.
     pub fn validate(&self) -> Result<(), crate::PlayError> {
         if !(self.offset_ms.is_finite() && self.offset_ms.abs() <= MAX_OFFSET_MS) {
-            return Err(crate::PlayError::InvalidOption(format!(
-                "--audio-offset {}: must be from -{MAX_OFFSET_MS} to {MAX_OFFSET_MS} ms",
-                self.offset_ms
-            )));
+            return Err(crate::PlayError::BadOption {
+                field: crate::options::Field::AudioOffset,
+                message: format!(
+                    "{}: must be from -{MAX_OFFSET_MS} to {MAX_OFFSET_MS} ms",
+                    self.offset_ms
+                ),
+            });
         }
         Ok(())
     }

@@ -300,7 +300,10 @@ impl TierTextures {
         let textures = (0..count)
             .map(|_| engine.create_texture_with(&desc, options))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| crate::PlayError::InvalidOption(format!("--gpu-cache: {e}")))?;
+            .map_err(|e| crate::PlayError::BadOption {
+                field: crate::options::Field::GpuCache,
+                message: format!("cannot be had: {e}"),
+            })?;
         Ok(Arc::new(Self {
             textures,
             state: Mutex::new(TierState {

@@ -2,6 +2,7 @@
 //! that costs, and the copy of a frame's texels into staging memory.
 
 use crate::PlayError;
+use crate::options::Field;
 use crate::source::{Frame, FrameInfo, SampleType};
 use serde::Serialize;
 
@@ -93,9 +94,10 @@ fn plane_texture(
 ) -> Result<wgpu::TextureFormat, PlayError> {
     use wgpu::TextureFormat as T;
     if choice != FormatChoice::Auto {
-        return Err(PlayError::InvalidOption(
-            "--format is for image sequences: a movie's Y'CbCr planes are uploaded as decoded and converted on the GPU".into(),
-        ));
+        return Err(PlayError::BadOption {
+            field: Field::Format,
+            message: "is for image sequences: a movie's Y'CbCr planes are uploaded as decoded and converted on the GPU".into(),
+        });
     }
     Ok(match (bits > 8, has_16bit_norm) {
         (false, _) => T::R8Unorm,
@@ -120,7 +122,7 @@ fn auto_texture(sample: SampleType, has_16bit_norm: bool) -> (wgpu::TextureForma
         SampleType::F16 => (T::Rgba16Float, None),
         SampleType::F32 => (
             T::Rgba16Float,
-            Some("32-bit floats stored as half floats (--format rgba32f keeps them whole)"),
+            Some("32-bit floats stored as half floats (the rgba32f format keeps them whole)"),
         ),
     }
 }
@@ -145,9 +147,10 @@ fn chosen_texture(
             ),
         ),
         (FormatChoice::Rgba16, _) if !has_16bit_norm => {
-            return Err(PlayError::InvalidOption(
-                "--format rgba16: this adapter has no 16-bit normalised textures (TEXTURE_FORMAT_16BIT_NORM); use rgba16f".into(),
-            ));
+            return Err(PlayError::BadOption {
+                field: Field::Format,
+                message: "rgba16: this adapter has no 16-bit normalised textures (TEXTURE_FORMAT_16BIT_NORM); use rgba16f".into(),
+            });
         }
         (FormatChoice::Rgba16, SampleType::U8 | SampleType::U16) => (T::Rgba16Unorm, None),
         (FormatChoice::Rgba16, _) => (
@@ -302,7 +305,10 @@ mod tests {
         );
         assert!(matches!(
             choose(u16, FormatChoice::Rgba16, false),
-            Err(PlayError::InvalidOption(_))
+            Err(PlayError::BadOption {
+                field: Field::Format,
+                ..
+            })
         ));
     }
 }

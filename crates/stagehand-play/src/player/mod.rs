@@ -20,7 +20,7 @@ use crate::cache::buffers::FrameBuffers;
 use crate::cache::gpu::{GpuCache, Handoff, Place, TierTextures};
 use crate::cache::{CacheConfig, Closed, FrameCache};
 use crate::convert::format::{self, FormatPlan};
-use crate::options::{Mode, PlayOptions};
+use crate::options::{Field, Mode, PlayOptions};
 use crate::render::overlay::Overlay;
 use crate::render::{Display, Renderer};
 use crate::source::pattern;
@@ -315,9 +315,10 @@ fn show_to(watch: &watch::Watch, renderer: &Renderer, feed: &Feed) {
 fn check_run(options: &PlayOptions, windowed: bool) -> Result<bool, PlayError> {
     options.validate()?;
     if options.start_paused && !windowed && options.remote.is_none() {
-        return Err(PlayError::InvalidOption(
-            "--start-paused needs a window: headless, nothing could resume it".into(),
-        ));
+        return Err(PlayError::BadOption {
+            field: Field::StartPaused,
+            message: "needs a window: headless, nothing could resume it".into(),
+        });
     }
     Ok(windowed || options.remote.is_some())
 }
@@ -325,11 +326,14 @@ fn check_run(options: &PlayOptions, windowed: bool) -> Result<bool, PlayError> {
 /// Refuses a tick to save that playback never reaches.
 fn check_save_ticks(options: &PlayOptions, opened: &Opened) -> Result<(), PlayError> {
     match options.save_ticks.iter().find(|&&t| t >= opened.total) {
-        Some(&tick) => Err(PlayError::InvalidOption(format!(
-            "--save-frame {tick}: playback has only {} ticks (0 to {})",
-            opened.total,
-            opened.total.saturating_sub(1)
-        ))),
+        Some(&tick) => Err(PlayError::BadOption {
+            field: Field::SaveFrame,
+            message: format!(
+                "{tick}: playback has only {} ticks (0 to {})",
+                opened.total,
+                opened.total.saturating_sub(1)
+            ),
+        }),
         None => Ok(()),
     }
 }
@@ -545,11 +549,11 @@ fn open_audio(options: &PlayOptions, opened: &Opened) -> Result<Option<RunAudio>
     let realtime = options.mode == crate::Mode::Realtime;
     let not_played = match off_rate {
         Some(rate) => Some(format!(
-            "not played: --fps {} is not the movie's {rate:.3} fps, so pictures and sound would part",
+            "not played: the rate, {} fps, is not the movie's {rate:.3} fps, so pictures and sound would part",
             options.fps
         )),
         None if !realtime => Some(
-            "not played: every-frame mode waits for frames, so sound would drift (use --mode realtime)".into(),
+            "not played: every-frame mode waits for frames, so sound would drift (realtime mode plays it)".into(),
         ),
         None => None,
     };
@@ -872,9 +876,12 @@ fn open_movie(
     windowed: bool,
 ) -> Result<Opened, PlayError> {
     if options.range.is_some() {
-        return Err(PlayError::InvalidOption(
-            "--range is for image sequences; play part of a movie with --seek and --frames".into(),
-        ));
+        return Err(PlayError::BadOption {
+            field: Field::Range,
+            message:
+                "is for image sequences; play part of a movie from a seek, for a number of frames"
+                    .into(),
+        });
     }
     let movie = source::movie::Movie::open(spec)?;
     let info = movie.info();
@@ -884,10 +891,10 @@ fn open_movie(
         None => 0,
         Some(n) if (0..len as i64).contains(&n) => n as usize,
         Some(n) => {
-            return Err(PlayError::InvalidOption(format!(
-                "--seek {n}: the movie has frames 0 to {}",
-                len.saturating_sub(1)
-            )));
+            return Err(PlayError::BadOption {
+                field: Field::Seek,
+                message: format!("{n}: the movie has frames 0 to {}", len.saturating_sub(1)),
+            });
         }
     };
     let total = ticks_to_run(options, len as u64, start as u64, windowed);
@@ -965,10 +972,13 @@ fn open_synthetic(
         None => 0,
         Some(n) if (0..len as i64).contains(&n) => n as usize,
         Some(n) => {
-            return Err(PlayError::InvalidOption(format!(
-                "--seek {n}: synthetic playback has frames 0 to {}",
-                len.saturating_sub(1)
-            )));
+            return Err(PlayError::BadOption {
+                field: Field::Seek,
+                message: format!(
+                    "{n}: synthetic playback has frames 0 to {}",
+                    len.saturating_sub(1)
+                ),
+            });
         }
     };
     Ok(Opened {
@@ -1067,12 +1077,13 @@ fn seek_position(sequence: &Sequence, n: i64) -> Result<usize, PlayError> {
         Some(_) => sequence.position_of(n),
         None => (0..len as i64).contains(&n).then_some(n as usize),
     };
-    position.ok_or_else(|| {
-        PlayError::InvalidOption(format!(
-            "--seek {n}: the sequence has frames {} to {}",
+    position.ok_or_else(|| PlayError::BadOption {
+        field: Field::Seek,
+        message: format!(
+            "{n}: the sequence has frames {} to {}",
             number_of(sequence, 0),
             number_of(sequence, len.saturating_sub(1))
-        ))
+        ),
     })
 }
 

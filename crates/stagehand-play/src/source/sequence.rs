@@ -90,9 +90,10 @@ impl Sequence {
     /// rules and errors.
     pub fn open(spec: &Path, range: Option<(i64, i64)>) -> Result<Self, PlayError> {
         if let Some((first, last)) = range.filter(|(first, last)| first > last) {
-            return Err(PlayError::InvalidOption(format!(
-                "range {first}-{last}: the first frame is after the last"
-            )));
+            return Err(PlayError::BadOption {
+                field: crate::options::Field::Range,
+                message: format!("{first}-{last}: the first frame is after the last"),
+            });
         }
         let files = match std::fs::metadata(spec) {
             Ok(meta) if meta.is_dir() => list_folder(spec)?,

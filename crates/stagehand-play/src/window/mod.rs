@@ -604,7 +604,7 @@ fn check_display() -> Result<(), PlayError> {
         let set = |name| std::env::var_os(name).is_some_and(|v| !v.is_empty());
         if !set("DISPLAY") && !set("WAYLAND_DISPLAY") {
             return Err(PlayError::NoDisplay(
-                "no display: neither DISPLAY nor WAYLAND_DISPLAY is set (use --headless, or run under Xvfb)"
+                "no display: neither DISPLAY nor WAYLAND_DISPLAY is set (play headless, or run under Xvfb)"
                     .into(),
             ));
         }
