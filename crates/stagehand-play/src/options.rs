@@ -185,20 +185,7 @@ impl PlayOptions {
                 format!("{}: must be from 0.1 to 1000", self.fps),
             );
         }
-        let side = |(w, h): (u32, u32)| {
-            (1..=MAX_OUTPUT_SIDE).contains(&w) && (1..=MAX_OUTPUT_SIDE).contains(&h)
-        };
-        for (field, (w, h)) in [
-            (Field::Size, self.size),
-            (Field::OutputSize, self.output_size),
-        ] {
-            if !side((w, h)) {
-                return bad(
-                    field,
-                    format!("{w}x{h}: must be from 1x1 to {MAX_OUTPUT_SIDE}x{MAX_OUTPUT_SIDE}"),
-                );
-            }
-        }
+        self.check_sizes()?;
         if let Some(n) = self.frames
             && !(1..=MAX_FRAMES).contains(&n)
         {
@@ -219,6 +206,23 @@ impl PlayOptions {
             && n as u64 > MAX_FRAMES
         {
             return bad(Field::Preroll, format!("{n}: must be at most {MAX_FRAMES}"));
+        }
+        Ok(())
+    }
+
+    /// The frames' size (synthetic) and the picture's.
+    fn check_sizes(&self) -> Result<(), PlayError> {
+        let side = 1..=MAX_OUTPUT_SIDE;
+        for (field, (w, h)) in [
+            (Field::Size, self.size),
+            (Field::OutputSize, self.output_size),
+        ] {
+            if !(side.contains(&w) && side.contains(&h)) {
+                return bad(
+                    field,
+                    format!("{w}x{h}: must be from 1x1 to {MAX_OUTPUT_SIDE}x{MAX_OUTPUT_SIDE}"),
+                );
+            }
         }
         Ok(())
     }

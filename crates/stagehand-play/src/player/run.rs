@@ -851,37 +851,56 @@ impl Run<'_> {
         options: &PlayOptions,
         output: &mut Output<'_>,
     ) -> Result<u64, PlayError> {
-        let mut held = 0;
-        if let (
+        let held = self.fill_cache(options, output);
+        if output.closed() {
+            return Ok(held);
+        }
+        // The producer starts once the cache is filled: what it fetches
+        // from then on are hits.
+        self.producer = Some(spawn_producer(&self.shared, self.feed)?);
+        self.await_first_frames(options, output)?;
+        Ok(held)
+    }
+
+    /// Decodes into the cache what `--preroll` asks for, as far as the
+    /// cache holds it; the frames it then holds (0 without pre-roll).
+    fn fill_cache(&self, options: &PlayOptions, output: &mut Output<'_>) -> u64 {
+        let (
             Feed::Frames {
                 frames: source,
                 cache,
             },
             Some(p),
         ) = (self.feed, options.preroll)
-        {
-            let frames = source.len() - source.gaps();
-            let want = match p {
-                Preroll::Frames(n) => n.min(frames),
-                Preroll::All => frames,
-            }
-            .min(cache.capacity());
-            // Ends when `want` frames are held, or nothing more will be
-            // decoded (a failed decode is held as its error, and the
-            // producer reports it when it reaches that frame).
-            while cache.wait_filled(want, Duration::from_millis(50)) < want && !cache.idle() {
-                // The window stays alive meanwhile; closing it ends the run.
-                if output.closed() {
-                    return Ok(cache.stats().frames);
-                }
-            }
-            held = cache.stats().frames;
+        else {
+            return 0;
+        };
+        let frames = source.len() - source.gaps();
+        let want = match p {
+            Preroll::Frames(n) => n.min(frames),
+            Preroll::All => frames,
         }
-        // The producer starts once the cache is filled: what it fetches
-        // from then on are hits.
-        self.producer = Some(spawn_producer(&self.shared, self.feed)?);
-        // As many frames as the queue holds, or as the route has before
-        // its end (a start near the end of a range that does not loop).
+        .min(cache.capacity());
+        // Ends when `want` frames are held, or nothing more will be
+        // decoded (a failed decode is held as its error, and the
+        // producer reports it when it reaches that frame).
+        while cache.wait_filled(want, Duration::from_millis(50)) < want && !cache.idle() {
+            // The window stays alive meanwhile; closing it ends the run.
+            if output.closed() {
+                break;
+            }
+        }
+        cache.stats().frames
+    }
+
+    /// Waits (up to ten seconds) for the frame queue's first frames: as
+    /// many as it holds, or as the route has before its end (a start near
+    /// the end of a range that does not loop).
+    fn await_first_frames(
+        &mut self,
+        options: &PlayOptions,
+        output: &mut Output<'_>,
+    ) -> Result<(), PlayError> {
         let first: Vec<usize> = (0..options.depth.min(self.shared.total as usize) as u64)
             .filter_map(|tick| self.shared.route.position(tick))
             .filter(|&pos| self.is_frame(pos))
@@ -899,11 +918,10 @@ impl Run<'_> {
                 || Instant::now() >= deadline
                 || output.closed()
             {
-                break;
+                return Ok(());
             }
             self.check_failed()?;
         }
-        Ok(held)
     }
 
     pub(super) fn producer_done(&self) -> bool {
