@@ -25,7 +25,7 @@ pub const MAX_EXPOSURE: f64 = 32.0;
 /// Largest render target side.
 pub const MAX_OUTPUT_SIDE: u32 = 16_384;
 
-/// How the clock treats frames that are not ready in time (`--mode`).
+/// How the clock treats frames that are not ready in time (`PlayOptions::mode`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
@@ -48,7 +48,7 @@ impl std::str::FromStr for Mode {
     }
 }
 
-/// What to decode into the cache before the clock starts (`--preroll`).
+/// What to decode into the cache before the clock starts (`PlayOptions::preroll`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Preroll {

@@ -50,7 +50,7 @@ impl Millis {
     }
 }
 
-/// The frame shown at a `--save-frame` tick.
+/// The frame shown at a `PlayOptions::save_ticks` tick.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct SavedTick {
     /// The render tick.
@@ -174,7 +174,7 @@ pub struct PlaySummary {
     pub upload_bandwidth: f64,
     /// The frame cache; `None` for synthetic frames.
     pub cache: Option<CacheStats>,
-    /// The GPU tier of the cache; `None` without `--gpu-cache`.
+    /// The GPU tier of the cache; `None` without `gpu_cache_bytes`.
     pub gpu_cache: Option<GpuCacheStats>,
     /// The host buffers decoded frames were written into; `None` for
     /// synthetic frames.
@@ -186,7 +186,7 @@ pub struct PlaySummary {
     /// Highest staging bytes held after the first second (0 for runs of a
     /// second or less); equal to `peak_staging` when memory stays flat.
     pub peak_staging_after_warmup: u64,
-    /// The frame on screen at each `--save-frame` tick.
+    /// The frame on screen at each `PlayOptions::save_ticks` tick.
     pub saved_frames: Vec<SavedTick>,
     /// Frames read back at the ticks asked for.
     #[serde(skip)]

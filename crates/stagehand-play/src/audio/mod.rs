@@ -1,11 +1,11 @@
 //! Sound beside the pictures, and the clock it keeps.
 //!
-//! A movie's own audio stream, or a sound file given with `--audio`
+//! A movie's own audio stream, or a sound file given with `AudioOptions::file`
 //! (WAV, FLAC, anything FFmpeg decodes), is decoded on a thread of its
 //! own (`decode.rs`), resampled to the output's rate, and played by a
 //! sink: the sound device through `cpal` (feature `audio`), or a
 //! null sink that consumes samples at the stream's rate on a real-time
-//! clock where there is no device or `--mute` asks for silence. The time
+//! clock where there is no device or `AudioOptions::mute` asks for silence. The time
 //! the sink has actually played is the player's clock in realtime mode:
 //! it decides which frame is due, so pictures follow the sound.
 
@@ -52,10 +52,10 @@ pub const MAX_CHANNELS: u16 = 16;
 #[cfg(feature = "video")]
 const STALLED: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Largest `--audio-offset`, either way, in milliseconds.
+/// Largest `AudioOptions::offset_ms`, either way, in milliseconds.
 pub const MAX_OFFSET_MS: f64 = 60_000.0;
 
-/// Where sound goes (`--audio-out`).
+/// Where sound goes (`AudioOptions::out`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AudioOut {
@@ -81,13 +81,13 @@ impl std::str::FromStr for AudioOut {
 /// Sound options.
 #[derive(Clone, Debug, Default)]
 pub struct AudioOptions {
-    /// A sound file to play beside the pictures (`--audio`); `None`: a
+    /// A sound file to play beside the pictures; `None`: a
     /// movie's own audio stream, if it has one.
     pub file: Option<PathBuf>,
     /// Milliseconds the sound is moved later against the pictures
     /// (negative: earlier), at most [`MAX_OFFSET_MS`] either way.
     pub offset_ms: f64,
-    /// Play no sound (`--mute`); the audio clock still runs, on the null
+    /// Play no sound; the audio clock still runs, on the null
     /// sink.
     pub mute: bool,
     /// Where sound goes.

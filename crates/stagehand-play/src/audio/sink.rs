@@ -1,7 +1,7 @@
 //! Where decoded audio goes, and the clock it keeps: [`Sink`] says how
 //! many frames have reached the speaker. [`NullSink`] consumes them at
 //! the stream's rate on a real-time clock, where there is no sound
-//! device (CI, servers) or the user asked for none (`--mute`), so sync is
+//! device (CI, servers) or the user asked for none (`AudioOptions::mute`), so sync is
 //! still exercised and measured. The device sink is in `device.rs`.
 
 use super::ring::Ring;

@@ -1,4 +1,4 @@
-//! The GPU tier of the frame cache (`--gpu-cache SIZE`): frames kept on
+//! The GPU tier of the frame cache (`PlayOptions::gpu_cache_bytes`): frames kept on
 //! the device in textures of their own, under a byte budget, so a loop
 //! that fits plays with no upload after its first pass.
 //!

@@ -1,4 +1,4 @@
-//! Texture formats: which one a source gets (`--format`), what precision
+//! Texture formats: which one a source gets (`PlayOptions::format`), what precision
 //! that costs, and the copy of a frame's texels into staging memory.
 
 use crate::PlayError;
@@ -6,7 +6,7 @@ use crate::options::Field;
 use crate::source::{Frame, FrameInfo, SampleType};
 use serde::Serialize;
 
-/// The texture format asked for (`--format`).
+/// The texture format asked for (`PlayOptions::format`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FormatChoice {
@@ -127,7 +127,7 @@ fn auto_texture(sample: SampleType, has_16bit_norm: bool) -> (wgpu::TextureForma
     }
 }
 
-/// The texture asked for (`--format`), and what it keeps less of.
+/// The texture asked for (`PlayOptions::format`), and what it keeps less of.
 fn chosen_texture(
     choice: FormatChoice,
     sample: SampleType,

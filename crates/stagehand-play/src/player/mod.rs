@@ -64,7 +64,7 @@ use std::time::{Duration, Instant};
 /// One worker is what a player wants (the CLI's `play` asks for one):
 /// the device takes one submit at a time, so a second worker adds no
 /// copies, only a thread beside the render thread. Measured on lavapipe,
-/// an EXR half ZIP `--preroll all` pass: 25-41 of 48 shown in four of six
+/// an EXR half ZIP `Preroll::All` pass: 25-41 of 48 shown in four of six
 /// runs with two workers at normal priority, 48 in every run with one.
 pub fn engine_config(workers: usize) -> EngineConfig {
     EngineConfig {
@@ -154,7 +154,7 @@ struct Shared {
     mode: Mode,
     texture: wgpu::TextureFormat,
     timeline: Option<Arc<stagehand_gpu::diag::Timeline>>,
-    /// The GPU tier's shared half, when `--gpu-cache` is on.
+    /// The GPU tier's shared half, when `gpu_cache_bytes` is on.
     tier: Option<Tier>,
     /// The host memory decoded frames are written into, recycled.
     buffers: Arc<FrameBuffers>,
@@ -379,7 +379,7 @@ fn make_renderer(
     Ok((renderer, output_size))
 }
 
-/// The GPU tier (`--gpu-cache`), where asked for and the source has frames
+/// The GPU tier (`gpu_cache_bytes`), where asked for and the source has frames
 /// to keep: what the render loop reads, and what the producer fills.
 fn gpu_tier(
     engine: &UploadEngine,
@@ -505,7 +505,7 @@ impl RunAudio {
     }
 }
 
-/// The sound a run plays: `--audio`'s file, else a movie's own stream;
+/// The sound a run plays: `AudioOptions::file`, else a movie's own stream;
 /// `None` for a source without sound. In every-frame mode it is prepared
 /// (so a bad file is still an error) but not played.
 #[cfg(feature = "video")]
@@ -570,7 +570,7 @@ fn open_audio(options: &PlayOptions, opened: &Opened) -> Result<Option<RunAudio>
     }))
 }
 
-/// Without the `video` feature there is no sound to decode: `--audio` is
+/// Without the `video` feature there is no sound to decode: `AudioOptions::file` is
 /// refused, saying why.
 #[cfg(not(feature = "video"))]
 fn open_audio(options: &PlayOptions, _: &Opened) -> Result<Option<RunAudio>, PlayError> {
@@ -701,7 +701,7 @@ fn peak_textures(gpu: &Gpu) -> u64 {
         .peak_bytes
 }
 
-/// The ticks saved (`--save-frame`) and the frame each showed.
+/// The ticks saved (`PlayOptions::save_ticks`) and the frame each showed.
 fn saved_ticks(run: &Run<'_>, feed: &Feed) -> Vec<SavedTick> {
     run.saved
         .iter()
@@ -834,7 +834,7 @@ struct Opened {
     feed: Feed,
     /// Positions in it.
     len: usize,
-    /// The position playback starts at (`--seek`).
+    /// The position playback starts at (`PlayOptions::seek`).
     start: usize,
     size: (u32, u32),
     plan: FormatPlan,
@@ -1069,7 +1069,7 @@ fn probe_all(spec: &Path, sequence: &Sequence) -> Result<(FrameInfo, usize), Pla
     Ok((info, largest))
 }
 
-/// The position of frame number `n` (`--seek`): by the numbers in the
+/// The position of frame number `n` (`PlayOptions::seek`): by the numbers in the
 /// names, or, where names carry none, `n` itself.
 fn seek_position(sequence: &Sequence, n: i64) -> Result<usize, PlayError> {
     let len = sequence.len();

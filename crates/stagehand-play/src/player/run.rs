@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 /// fills).
 pub(super) const PAUSED_REDRAW: Duration = Duration::from_millis(100);
 /// The largest offscreen picture a resize asks for, a side (the CLI's
-/// bound for `--output-size`).
+/// bound for `PlayOptions::output_size`).
 const MAX_OUTPUT: u32 = 16_384;
 /// Longest a seek or a step waits for its frame before showing what it has.
 pub(super) const SEEK_WAIT: Duration = Duration::from_secs(10);
@@ -862,7 +862,7 @@ impl Run<'_> {
         Ok(held)
     }
 
-    /// Decodes into the cache what `--preroll` asks for, as far as the
+    /// Decodes into the cache what `PlayOptions::preroll` asks for, as far as the
     /// cache holds it; the frames it then holds (0 without pre-roll).
     fn fill_cache(&self, options: &PlayOptions, output: &mut Output<'_>) -> u64 {
         let (

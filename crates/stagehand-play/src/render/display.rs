@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-/// The transfer function to the display (`--display`).
+/// The transfer function to the display (`Display::transfer`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transfer {

@@ -1,4 +1,4 @@
-//! Reading a texture back to the CPU: for `--save-frame`, for tests that
+//! Reading a texture back to the CPU: for `PlayOptions::save_ticks`, for tests that
 //! compare what landed with what was decoded, and for windows presented
 //! by copying their pixels to the display server ([`Readback`]).
 
