@@ -1,8 +1,28 @@
-//! The player's clock.
+//! The player's clock, from its sources of play time ([`TimeSource`]):
+//! the wall clock ([`WallClock`]: time since the start, less the time it
+//! stood still, moved by seeks) and, where there is sound, the sound's
+//! ([`SoundClock`]: what the sound's sink has played), which the pictures
+//! follow while it keeps time and hand back to the wall clock, from where
+//! the sound stood, when it stops keeping it.
 
 use parking_lot::Mutex;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+/// A source of play time.
+pub(super) trait TimeSource {
+    /// Play time now; `None` while this source keeps none (before the
+    /// start; a sound whose device failed or stalled).
+    fn now(&self) -> Option<Duration>;
+    /// Starts the source's time.
+    fn start(&self);
+    /// Stands still.
+    fn pause(&self);
+    /// Runs again.
+    fn resume(&self);
+    /// Play time becomes `t`, running or not.
+    fn set(&self, t: Duration);
+}
 
 /// The player's clock: starts after pre-roll; stands still while paused,
 /// and in every-frame mode while the render loop waits for a frame; a seek
@@ -10,94 +30,69 @@ use std::time::{Duration, Instant};
 /// is what the audio sink has played: pictures follow the sound.
 #[derive(Default)]
 pub(super) struct Clock {
-    pub(super) start: OnceLock<Instant>,
-    pub(super) state: Mutex<ClockState>,
+    wall: WallClock,
     /// The sound whose sink keeps play time, when there is sound.
     #[cfg(feature = "video")]
-    pub(super) audio: OnceLock<std::sync::Arc<crate::audio::Audio>>,
-}
-
-#[derive(Default)]
-pub(super) struct ClockState {
-    /// Wall time since the start less play time, in nanoseconds (negative
-    /// once a seek has moved play time ahead of the wall).
-    pub(super) behind: i128,
-    /// Since when it stands still.
-    pub(super) paused_at: Option<Instant>,
-    /// Time it stood still waiting for frames (every-frame mode).
-    pub(super) waited: Duration,
-    /// The sound's play time when last read, and when: where the wall
-    /// clock takes over from, should the sound's clock be lost.
-    #[cfg(feature = "video")]
-    last_audio: Option<(Duration, Instant)>,
+    sound: OnceLock<SoundClock>,
 }
 
 impl Clock {
+    /// Makes `audio`'s sink keep play time (once; later calls do nothing).
+    #[cfg(feature = "video")]
+    pub(super) fn follow_sound(&self, audio: std::sync::Arc<crate::audio::Audio>) {
+        let _ = self.sound.set(SoundClock::new(audio));
+    }
+
+    /// The sound that keeps play time, if any.
+    #[cfg(feature = "video")]
+    pub(super) fn sound(&self) -> Option<&std::sync::Arc<crate::audio::Audio>> {
+        self.sound.get().map(|s| &s.audio)
+    }
+
+    /// When the clock started; `None` before.
+    pub(super) fn started(&self) -> Option<Instant> {
+        self.wall.started()
+    }
+
+    /// Starts the clock (and the sound) the first time; when it started.
     pub(super) fn start(&self) -> Instant {
-        *self.start.get_or_init(|| {
-            #[cfg(feature = "video")]
-            if let Some(audio) = self.audio.get() {
-                audio.start();
-            }
-            Instant::now()
-        })
+        #[cfg(feature = "video")]
+        if self.wall.started().is_none()
+            && let Some(sound) = self.sound.get()
+        {
+            sound.start();
+        }
+        TimeSource::start(&self.wall);
+        self.wall.start_at()
     }
 
     /// Play time by the sound's clock, when sound keeps it and it runs.
     /// The first time it does not any more (a device failed or stalled),
     /// the wall clock goes on from where the sound's stood, so the
     /// pictures neither jump ahead nor back.
-    fn audio_now(&self) -> Option<Duration> {
+    fn sound_now(&self) -> Option<Duration> {
         #[cfg(feature = "video")]
-        if let Some(audio) = self.audio.get() {
-            // Read under the lock that `set` holds while it moves the
-            // sound, so a reading from before a seek is never kept after.
-            let mut state = self.state.lock();
-            let now = audio.now();
-            match now {
-                Some(t) => {
-                    // A device's word on what it played jitters with its
-                    // callbacks; the pictures never go back for it.
-                    let t = Duration::from_secs_f64(t.max(0.0))
-                        .max(state.last_audio.map_or(Duration::ZERO, |(last, _)| last));
-                    state.last_audio = Some((t, Instant::now()));
-                    return Some(t);
-                }
-                None => {
-                    if let (Some((t, at)), Some(start)) =
-                        (state.last_audio.take(), self.start.get())
-                    {
-                        let wall_now = state.paused_at.unwrap_or_else(Instant::now);
-                        let t = t + wall_now.saturating_duration_since(at);
-                        let wall = wall_now - *start;
-                        state.behind = wall.as_nanos() as i128 - t.as_nanos() as i128;
-                    }
-                }
-            }
+        if let Some(sound) = self.sound.get() {
+            return sound.now_or_hand_over(&self.wall);
         }
         None
     }
 
+    /// Time stood still waiting for frames (every-frame mode).
     pub(super) fn waited(&self) -> Duration {
-        self.state.lock().waited
+        self.wall.state.lock().waited
     }
 
     /// Play time now; `None` before the clock starts.
     pub(super) fn now(&self) -> Option<Duration> {
-        let start = *self.start.get()?;
-        if let Some(t) = self.audio_now() {
-            return Some(t);
-        }
-        let state = self.state.lock();
-        let wall = state.paused_at.unwrap_or_else(Instant::now) - start;
-        let t = wall.as_nanos() as i128 - state.behind;
-        Some(Duration::from_nanos(t.clamp(0, i128::from(u64::MAX)) as u64))
+        self.wall.started()?;
+        self.sound_now().or_else(|| self.wall.now())
     }
 
     /// When play time reaches `t` (if the clock runs).
     pub(super) fn due(&self, t: Duration) -> Instant {
         let start = self.start();
-        if let Some(now) = self.audio_now() {
+        if let Some(now) = self.sound_now() {
             // The sound plays at its own rate: `t` comes when as much more
             // of it has played (or came that long ago).
             let wall = Instant::now();
@@ -106,8 +101,82 @@ impl Clock {
                 None => wall.checked_sub(now - t).unwrap_or(start),
             };
         }
-        let behind = self.state.lock().behind;
-        let at = t.as_nanos() as i128 + behind;
+        self.wall.due(t)
+    }
+
+    /// Every-frame mode: the clock stood still for `d`.
+    pub(super) fn wait_added(&self, d: Duration) {
+        let mut state = self.wall.state.lock();
+        state.behind += d.as_nanos() as i128;
+        state.waited += d;
+    }
+
+    pub(super) fn pause(&self) {
+        self.wall.pause();
+        #[cfg(feature = "video")]
+        if let Some(sound) = self.sound.get() {
+            sound.pause();
+        }
+    }
+
+    pub(super) fn resume(&self) {
+        self.wall.resume();
+        #[cfg(feature = "video")]
+        if let Some(sound) = self.sound.get() {
+            sound.resume();
+        }
+    }
+
+    pub(super) fn paused(&self) -> bool {
+        self.wall.state.lock().paused_at.is_some()
+    }
+
+    /// Sets play time to `t`, running or not. The sound's play time
+    /// follows; where in its source it plays is the render loop's to put
+    /// right (it knows the frame shown).
+    pub(super) fn set(&self, t: Duration) {
+        self.start();
+        #[cfg(feature = "video")]
+        if let Some(sound) = self.sound.get() {
+            sound.set_with(t, &self.wall);
+            return;
+        }
+        self.wall.set(t);
+    }
+}
+
+/// Wall time since the start, less the time it stood still; a seek moves
+/// it.
+#[derive(Default)]
+pub(super) struct WallClock {
+    start: OnceLock<Instant>,
+    state: Mutex<WallState>,
+}
+
+#[derive(Default)]
+struct WallState {
+    /// Wall time since the start less play time, in nanoseconds (negative
+    /// once a seek has moved play time ahead of the wall).
+    behind: i128,
+    /// Since when it stands still.
+    paused_at: Option<Instant>,
+    /// Time it stood still waiting for frames (every-frame mode).
+    waited: Duration,
+}
+
+impl WallClock {
+    fn started(&self) -> Option<Instant> {
+        self.start.get().copied()
+    }
+
+    fn start_at(&self) -> Instant {
+        *self.start.get_or_init(Instant::now)
+    }
+
+    /// When play time reaches `t` (if the clock runs).
+    fn due(&self, t: Duration) -> Instant {
+        let start = self.start_at();
+        let at = t.as_nanos() as i128 + self.state.lock().behind;
         if at >= 0 {
             start + Duration::from_nanos(at.min(i128::from(u64::MAX)) as u64)
         } else {
@@ -115,53 +184,130 @@ impl Clock {
         }
     }
 
-    /// Every-frame mode: the clock stood still for `d`.
-    pub(super) fn wait_added(&self, d: Duration) {
+    /// Takes over from another source that stood at `t` when last read,
+    /// at `at`: play time goes on from there.
+    #[cfg(feature = "video")]
+    fn go_on_from(&self, t: Duration, at: Instant) {
+        let Some(start) = self.started() else {
+            return;
+        };
         let mut state = self.state.lock();
-        state.behind += d.as_nanos() as i128;
-        state.waited += d;
+        let wall_now = state.paused_at.unwrap_or_else(Instant::now);
+        let t = t + wall_now.saturating_duration_since(at);
+        let wall = wall_now - start;
+        state.behind = wall.as_nanos() as i128 - t.as_nanos() as i128;
+    }
+}
+
+impl TimeSource for WallClock {
+    fn now(&self) -> Option<Duration> {
+        let start = self.started()?;
+        let state = self.state.lock();
+        let wall = state.paused_at.unwrap_or_else(Instant::now) - start;
+        let t = wall.as_nanos() as i128 - state.behind;
+        Some(Duration::from_nanos(t.clamp(0, i128::from(u64::MAX)) as u64))
     }
 
-    pub(super) fn pause(&self) {
-        let mut state = self.state.lock();
-        state.paused_at.get_or_insert_with(Instant::now);
-        #[cfg(feature = "video")]
-        if let Some(audio) = self.audio.get() {
-            audio.pause();
-        }
+    fn start(&self) {
+        self.start_at();
     }
 
-    pub(super) fn resume(&self) {
+    fn pause(&self) {
+        self.state.lock().paused_at.get_or_insert_with(Instant::now);
+    }
+
+    fn resume(&self) {
         let mut state = self.state.lock();
         if let Some(at) = state.paused_at.take() {
             state.behind += at.elapsed().as_nanos() as i128;
         }
-        #[cfg(feature = "video")]
-        if let Some(audio) = self.audio.get() {
-            audio.resume();
-        }
     }
 
-    pub(super) fn paused(&self) -> bool {
-        self.state.lock().paused_at.is_some()
-    }
-
-    /// Sets play time to `t`, running or not.
-    pub(super) fn set(&self, t: Duration) {
-        let start = self.start();
+    fn set(&self, t: Duration) {
+        let start = self.start_at();
         let mut state = self.state.lock();
         let wall = state.paused_at.unwrap_or_else(Instant::now) - start;
         state.behind = wall.as_nanos() as i128 - t.as_nanos() as i128;
-        #[cfg(feature = "video")]
+    }
+}
+
+/// What the sound's sink has played, never going back.
+#[cfg(feature = "video")]
+pub(super) struct SoundClock {
+    audio: std::sync::Arc<crate::audio::Audio>,
+    /// The play time last read, and when: where another source takes over
+    /// from, should this one stop keeping time. Held while reading and
+    /// while a seek moves the sound, so a reading from before a seek is
+    /// never kept after it.
+    last: Mutex<Option<(Duration, Instant)>>,
+}
+
+#[cfg(feature = "video")]
+impl SoundClock {
+    fn new(audio: std::sync::Arc<crate::audio::Audio>) -> Self {
+        Self {
+            audio,
+            last: Mutex::new(None),
+        }
+    }
+
+    /// Play time by the sound; the first time it keeps none, `wall` goes
+    /// on from the last reading (under the lock a seek takes, so a reading
+    /// from before a seek never moves the wall clock after it).
+    fn now_or_hand_over(&self, wall: &WallClock) -> Option<Duration> {
+        let mut last = self.last.lock();
+        let now = self.read(&mut last);
+        if now.is_none()
+            && let Some((t, at)) = last.take()
         {
-            state.last_audio = None;
+            wall.go_on_from(t, at);
         }
-        // The sound's play time follows; where in its source it plays is
-        // the render loop's to put right (it knows the frame shown).
-        #[cfg(feature = "video")]
-        if let Some(audio) = self.audio.get() {
-            audio.set_play_time(t.as_secs_f64());
-        }
+        now
+    }
+
+    /// Moves the sound and `wall` to `t` together.
+    fn set_with(&self, t: Duration, wall: &WallClock) {
+        let mut last = self.last.lock();
+        *last = None;
+        wall.set(t);
+        self.audio.set_play_time(t.as_secs_f64());
+    }
+
+    /// The sound's play time, never less than `last` reading, which it
+    /// becomes.
+    fn read(&self, last: &mut Option<(Duration, Instant)>) -> Option<Duration> {
+        let t = self.audio.now()?;
+        // A device's word on what it played jitters with its callbacks;
+        // the pictures never go back for it.
+        let t = Duration::from_secs_f64(t.max(0.0))
+            .max(last.map_or(Duration::ZERO, |(before, _)| before));
+        *last = Some((t, Instant::now()));
+        Some(t)
+    }
+}
+
+#[cfg(feature = "video")]
+impl TimeSource for SoundClock {
+    fn now(&self) -> Option<Duration> {
+        self.read(&mut self.last.lock())
+    }
+
+    fn start(&self) {
+        self.audio.start();
+    }
+
+    fn pause(&self) {
+        self.audio.pause();
+    }
+
+    fn resume(&self) {
+        self.audio.resume();
+    }
+
+    fn set(&self, t: Duration) {
+        let mut last = self.last.lock();
+        *last = None;
+        self.audio.set_play_time(t.as_secs_f64());
     }
 }
 
@@ -175,7 +321,7 @@ mod tests {
     fn a_clock_whose_sound_device_stalls_goes_on_from_the_sound_without_a_jump() {
         let clock = Clock::default();
         let audio = Arc::new(on_fault_sink(sound("clock-stall"), Fault::StopsCallingBack));
-        let _ = clock.audio.set(Arc::clone(&audio));
+        clock.follow_sound(Arc::clone(&audio));
         clock.start();
         let mut last = clock.now().unwrap();
         let mut biggest = Duration::ZERO;
@@ -198,5 +344,50 @@ mod tests {
             last > Duration::from_millis(600) && last < Duration::from_millis(2000),
             "the clock stands at {last:?} after 2.5 s"
         );
+    }
+}
+
+#[cfg(test)]
+mod wall_tests {
+    use super::{Clock, TimeSource, WallClock};
+    use std::time::Duration;
+
+    #[test]
+    fn the_wall_clock_stands_still_while_paused_and_a_seek_moves_it() {
+        let wall = WallClock::default();
+        assert_eq!(wall.now(), None, "no time before the start");
+        wall.start();
+        wall.pause();
+        let paused = wall.now().unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(wall.now().unwrap(), paused, "stands still while paused");
+        wall.set(Duration::from_secs(5));
+        assert_eq!(
+            wall.now().unwrap(),
+            Duration::from_secs(5),
+            "a seek while paused"
+        );
+        wall.resume();
+        std::thread::sleep(Duration::from_millis(30));
+        let t = wall.now().unwrap();
+        assert!(
+            t >= Duration::from_millis(5030) && t < Duration::from_secs(6),
+            "{t:?}"
+        );
+    }
+
+    #[test]
+    fn a_clock_without_sound_runs_on_the_wall_and_counts_its_waits() {
+        let clock = Clock::default();
+        assert_eq!(clock.now(), None);
+        clock.start();
+        clock.pause();
+        clock.set(Duration::from_secs(2));
+        assert_eq!(clock.now(), Some(Duration::from_secs(2)));
+        let second = |t| clock.due(Duration::from_secs(t));
+        assert_eq!(second(3) - second(2), Duration::from_secs(1));
+        clock.wait_added(Duration::from_millis(40));
+        assert_eq!(clock.waited(), Duration::from_millis(40));
+        assert!(clock.paused());
     }
 }

@@ -184,7 +184,7 @@ impl Shared {
     /// after its time (see `Audio::follow`).
     fn follow_sound(&self, pos: usize, late: f64) {
         #[cfg(feature = "video")]
-        if let Some(audio) = self.clock.audio.get() {
+        if let Some(audio) = self.clock.sound() {
             audio.follow(pos, late);
         }
         let _ = (pos, late);
@@ -193,7 +193,7 @@ impl Shared {
     /// Whether sound keeps play time.
     fn has_audio_clock(&self) -> bool {
         #[cfg(feature = "video")]
-        if self.clock.audio.get().is_some() {
+        if self.clock.sound().is_some() {
             return true;
         }
         false
@@ -470,7 +470,7 @@ impl RunAudio {
     fn keep_time(&self, clock: &Clock) {
         #[cfg(feature = "video")]
         if self.played {
-            let _ = clock.audio.set(Arc::clone(&self.audio));
+            clock.follow_sound(Arc::clone(&self.audio));
         }
         #[cfg(not(feature = "video"))]
         let _ = clock;
@@ -767,8 +767,7 @@ impl Rates {
         let c = &shared.counters;
         let seconds = shared
             .clock
-            .start
-            .get()
+            .started()
             .map_or(0.0, |s| s.elapsed().as_secs_f64());
         let (w, h) = opened.plan.source.texture_size();
         let frame_bytes =
