@@ -511,15 +511,8 @@ impl RunAudio {
 #[cfg(feature = "video")]
 fn open_audio(options: &PlayOptions, opened: &Opened) -> Result<Option<RunAudio>, PlayError> {
     use crate::audio::{Audio, AudioOut, AudioSource};
-    let (path, base) = match (&options.audio.file, &opened.movie_start) {
-        // A sound file starts with the pictures, wherever its own
-        // timeline starts.
-        (Some(file), _) => (file.clone(), f64::NAN),
-        (None, Some(start)) => match &options.source {
-            Some(movie) => (movie.clone(), *start),
-            None => return Ok(None),
-        },
-        (None, None) => return Ok(None),
+    let Some((path, base)) = sound_path(options, opened) else {
+        return Ok(None);
     };
     let Some(source) = AudioSource::probe(&path)? else {
         return if options.audio.file.is_some() {
@@ -531,7 +524,7 @@ fn open_audio(options: &PlayOptions, opened: &Opened) -> Result<Option<RunAudio>
             Ok(None)
         };
     };
-    let base = if base.is_nan() { source.start } else { base };
+    let base = base.unwrap_or(source.start);
     // Position 0 goes with the sound's `base`; the offset moves sound
     // later (its earlier seconds play with each picture).
     let zero = base - options.audio.offset_ms / 1e3;
@@ -540,23 +533,7 @@ fn open_audio(options: &PlayOptions, opened: &Opened) -> Result<Option<RunAudio>
     } else {
         options.audio.out
     };
-    // A movie's pictures shown at another rate than its own cannot keep
-    // with its sound, which plays at its own speed.
-    let off_rate = match (options.audio.file.is_none(), opened.movie_rate) {
-        (true, Some(rate)) if (rate - options.fps).abs() > rate * 1e-4 => Some(rate),
-        _ => None,
-    };
-    let realtime = options.mode == crate::Mode::Realtime;
-    let not_played = match off_rate {
-        Some(rate) => Some(format!(
-            "not played: the rate, {} fps, is not the movie's {rate:.3} fps, so pictures and sound would part",
-            options.fps
-        )),
-        None if !realtime => Some(
-            "not played: every-frame mode waits for frames, so sound would drift (realtime mode plays it)".into(),
-        ),
-        None => None,
-    };
+    let not_played = why_not_played(options, opened);
     Ok(Some(RunAudio {
         audio: Arc::new(Audio::new(
             source,
@@ -568,6 +545,39 @@ fn open_audio(options: &PlayOptions, opened: &Opened) -> Result<Option<RunAudio>
         played: not_played.is_none(),
         not_played,
     }))
+}
+
+/// The file the sound comes from, and the second of its timeline that
+/// goes with the first picture: a movie's own start, or (a sound file,
+/// `None`) wherever its own timeline starts.
+#[cfg(feature = "video")]
+fn sound_path(options: &PlayOptions, opened: &Opened) -> Option<(std::path::PathBuf, Option<f64>)> {
+    match (&options.audio.file, &opened.movie_start) {
+        (Some(file), _) => Some((file.clone(), None)),
+        (None, Some(start)) => Some((options.source.clone()?, Some(*start))),
+        (None, None) => None,
+    }
+}
+
+/// Why sound that is there is not played, if it is not: a movie's
+/// pictures shown at another rate than its own cannot keep with its sound
+/// (which plays at its own speed), and every-frame mode waits for frames.
+#[cfg(feature = "video")]
+fn why_not_played(options: &PlayOptions, opened: &Opened) -> Option<String> {
+    let off_rate = match (options.audio.file.is_none(), opened.movie_rate) {
+        (true, Some(rate)) if (rate - options.fps).abs() > rate * 1e-4 => Some(rate),
+        _ => None,
+    };
+    match off_rate {
+        Some(rate) => Some(format!(
+            "not played: the rate, {} fps, is not the movie's {rate:.3} fps, so pictures and sound would part",
+            options.fps
+        )),
+        None if options.mode != crate::Mode::Realtime => Some(
+            "not played: every-frame mode waits for frames, so sound would drift (realtime mode plays it)".into(),
+        ),
+        None => None,
+    }
 }
 
 /// Without the `video` feature there is no sound to decode: `AudioOptions::file` is

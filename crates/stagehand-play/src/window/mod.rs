@@ -118,6 +118,23 @@ struct App {
 }
 
 impl App {
+    /// The state of a window not yet open, to be made with `attributes`.
+    fn new(attributes: winit::window::WindowAttributes) -> Self {
+        Self {
+            attributes: Some(attributes),
+            window: None,
+            error: None,
+            commands: Vec::new(),
+            close: false,
+            resized: false,
+            occluded: false,
+            cursor: PhysicalPosition::new(0.0, 0.0),
+            dragging: false,
+            timeline_len: 0,
+            size: (0, 0),
+        }
+    }
+
     /// The inner size, as the window's events left it (never asked of
     /// the display: a window destroyed under us cannot answer).
     fn size(&self) -> (u32, u32) {
@@ -228,6 +245,58 @@ pub struct Screen {
 /// How long opening waits for the window to appear.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Pumps `event_loop` until `app`'s window is there (or why it is not, in
+/// [`OPEN_TIMEOUT`] at most).
+fn await_window(event_loop: &mut EventLoop<()>, app: &mut App) -> Result<(), PlayError> {
+    let deadline = Instant::now() + OPEN_TIMEOUT;
+    while app.window.is_none() {
+        if let Some(e) = app.error.take() {
+            return Err(PlayError::NoDisplay(e.to_string()));
+        }
+        if Instant::now() > deadline {
+            return Err(PlayError::NoDisplay(format!(
+                "the window did not appear within {} s",
+                OPEN_TIMEOUT.as_secs()
+            )));
+        }
+        if let PumpStatus::Exit(code) =
+            event_loop.pump_app_events(Some(Duration::from_millis(10)), app)
+        {
+            return Err(PlayError::NoDisplay(format!(
+                "the display's event loop ended ({code})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The configuration of a window's surface: drawn into at `size`, in
+/// `format`, presented in `mode`. A surface offering only an sRGB format is
+/// configured with it and drawn through a plain view: the player writes
+/// display-encoded values and must not have them encoded twice.
+fn surface_config(
+    caps: &wgpu::SurfaceCapabilities,
+    format: wgpu::TextureFormat,
+    mode: wgpu::PresentMode,
+    (w, h): (u32, u32),
+) -> wgpu::SurfaceConfiguration {
+    wgpu::SurfaceConfiguration {
+        usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+        format,
+        width: w.max(1),
+        height: h.max(1),
+        present_mode: mode,
+        desired_maximum_frame_latency: 2,
+        alpha_mode: caps.alpha_modes.first().copied().unwrap_or_default(),
+        color_space: wgpu::SurfaceColorSpace::Auto,
+        view_formats: if format.is_srgb() {
+            vec![format.remove_srgb_suffix()]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
 impl Screen {
     /// Opens a window. Fails at once, with [`PlayError::NoDisplay`], where
     /// there is no display to open it on.
@@ -251,38 +320,8 @@ impl Screen {
         if options.fullscreen {
             attributes = attributes.with_fullscreen(Some(Fullscreen::Borderless(None)));
         }
-        let mut app = App {
-            attributes: Some(attributes),
-            window: None,
-            error: None,
-            commands: Vec::new(),
-            close: false,
-            resized: false,
-            occluded: false,
-            cursor: PhysicalPosition::new(0.0, 0.0),
-            dragging: false,
-            timeline_len: 0,
-            size: (0, 0),
-        };
-        let deadline = Instant::now() + OPEN_TIMEOUT;
-        while app.window.is_none() {
-            if let Some(e) = app.error.take() {
-                return Err(PlayError::NoDisplay(e.to_string()));
-            }
-            if Instant::now() > deadline {
-                return Err(PlayError::NoDisplay(format!(
-                    "the window did not appear within {} s",
-                    OPEN_TIMEOUT.as_secs()
-                )));
-            }
-            if let PumpStatus::Exit(code) =
-                event_loop.pump_app_events(Some(Duration::from_millis(10)), &mut app)
-            {
-                return Err(PlayError::NoDisplay(format!(
-                    "the display's event loop ended ({code})"
-                )));
-            }
-        }
+        let mut app = App::new(attributes);
+        await_window(&mut event_loop, &mut app)?;
         Ok(Self {
             event_loop,
             app,
@@ -326,24 +365,7 @@ impl Screen {
             .filter(|&hz| hz > 0.0);
         let (mode, reason) = choose_present_mode(&caps.present_modes, present, refresh_hz, fps);
         let (w, h) = self.app.size();
-        // A surface offering only an sRGB format is configured with it and
-        // drawn through a plain view: the player writes display-encoded
-        // values and must not have them encoded twice.
-        let config = wgpu::SurfaceConfiguration {
-            usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
-            format,
-            width: w.max(1),
-            height: h.max(1),
-            present_mode: mode,
-            desired_maximum_frame_latency: 2,
-            alpha_mode: caps.alpha_modes.first().copied().unwrap_or_default(),
-            color_space: wgpu::SurfaceColorSpace::Auto,
-            view_formats: if format.is_srgb() {
-                vec![format.remove_srgb_suffix()]
-            } else {
-                Vec::new()
-            },
-        };
+        let config = surface_config(&caps, format, mode, (w, h));
         let configured = w > 0 && h > 0;
         if configured {
             gpu.queue()
