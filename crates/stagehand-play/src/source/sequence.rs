@@ -416,26 +416,7 @@ fn list_folder(folder: &Path) -> Result<Files, PlayError> {
             paths.into_iter().map(|(_, p)| p).collect(),
         ));
     }
-    let same = |a: &Option<NumberedName<'_>>, b: &Option<NumberedName<'_>>| match (a, b) {
-        (Some(a), Some(b)) => a.prefix == b.prefix && a.suffix == b.suffix,
-        _ => false,
-    };
-    // One sequence whose frames were saved in more than one format
-    // (`frame_1.png` ... `frame_9.jpg`): the same name before the number,
-    // only an extension after it, and no number twice.
-    let only_extension = |n: &Option<NumberedName<'_>>| {
-        n.is_some_and(|n| n.suffix.starts_with('.') && !n.suffix[1..].contains('.'))
-    };
-    let one_name = split.iter().all(|n| match (n, &split[0]) {
-        (Some(a), Some(b)) => a.prefix == b.prefix,
-        _ => false,
-    });
-    let mut numbers: Vec<i64> = split.iter().flatten().map(|n| n.number).collect();
-    numbers.sort_unstable();
-    let unique = numbers.windows(2).all(|w| w[0] != w[1]);
-    if split.iter().all(|n| same(n, &split[0]))
-        || (one_name && unique && split.iter().all(only_extension))
-    {
+    if is_one_sequence(&split) {
         let numbered = split
             .iter()
             .zip(&files)
@@ -448,6 +429,29 @@ fn list_folder(folder: &Path) -> Result<Files, PlayError> {
     )))
 }
 
+/// Whether numbered names are one sequence: all the same around the
+/// number, or one sequence whose frames were saved in more than one format
+/// (`frame_1.png` ... `frame_9.jpg`): the same name before the number,
+/// only an extension after it, and no number twice.
+fn is_one_sequence(split: &[Option<NumberedName<'_>>]) -> bool {
+    let same = |a: &Option<NumberedName<'_>>, b: &Option<NumberedName<'_>>| match (a, b) {
+        (Some(a), Some(b)) => a.prefix == b.prefix && a.suffix == b.suffix,
+        _ => false,
+    };
+    let only_extension = |n: &Option<NumberedName<'_>>| {
+        n.is_some_and(|n| n.suffix.starts_with('.') && !n.suffix[1..].contains('.'))
+    };
+    let one_name = split.iter().all(|n| match (n, &split[0]) {
+        (Some(a), Some(b)) => a.prefix == b.prefix,
+        _ => false,
+    });
+    let mut numbers: Vec<i64> = split.iter().flatten().map(|n| n.number).collect();
+    numbers.sort_unstable();
+    let unique = numbers.windows(2).all(|w| w[0] != w[1]);
+    split.iter().all(|n| same(n, &split[0]))
+        || (one_name && unique && split.iter().all(only_extension))
+}
+
 /// The message for a folder that holds more than one sequence: what it
 /// holds, and how to choose.
 fn several_sequences(
@@ -455,36 +459,7 @@ fn several_sequences(
     files: &[(String, PathBuf)],
     split: &[Option<NumberedName<'_>>],
 ) -> String {
-    // Each sequence as a pattern that matches its files, with its count.
-    let mut groups: Vec<(&str, &str, Vec<&str>)> = Vec::new();
-    let mut loose: Vec<&str> = Vec::new();
-    for ((name, _), numbered) in files.iter().zip(split) {
-        match numbered {
-            Some(n) => match groups
-                .iter_mut()
-                .find(|(p, s, _)| *p == n.prefix && *s == n.suffix)
-            {
-                Some(group) => group.2.push(n.digits),
-                None => groups.push((n.prefix, n.suffix, vec![n.digits])),
-            },
-            None => loose.push(name),
-        }
-    }
-    let mut found: Vec<(String, usize)> = groups
-        .iter()
-        .map(|(prefix, suffix, digits)| {
-            let min = digits.iter().map(|d| d.len()).min().unwrap_or(1);
-            let width = if digits.iter().all(|d| fits_width(d, Some(min))) {
-                min
-            } else {
-                1
-            };
-            (
-                format!("{prefix}{}{suffix}", "#".repeat(width)),
-                digits.len(),
-            )
-        })
-        .collect();
+    let (mut found, mut loose) = sequences_in(files, split);
     found.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| natural_cmp(&a.0, &b.0)));
     loose.sort_by(|a, b| natural_cmp(a, b));
     let example = found
@@ -508,6 +483,44 @@ fn several_sequences(
         parts.join(", "),
         folder.join(example).display()
     )
+}
+
+/// Each sequence among `files` as a pattern that matches its files, with
+/// its count; and the files with no number.
+fn sequences_in<'a>(
+    files: &'a [(String, PathBuf)],
+    split: &[Option<NumberedName<'a>>],
+) -> (Vec<(String, usize)>, Vec<&'a str>) {
+    let mut groups: Vec<(&str, &str, Vec<&str>)> = Vec::new();
+    let mut loose: Vec<&str> = Vec::new();
+    for ((name, _), numbered) in files.iter().zip(split) {
+        match numbered {
+            Some(n) => match groups
+                .iter_mut()
+                .find(|(p, s, _)| *p == n.prefix && *s == n.suffix)
+            {
+                Some(group) => group.2.push(n.digits),
+                None => groups.push((n.prefix, n.suffix, vec![n.digits])),
+            },
+            None => loose.push(name),
+        }
+    }
+    let found = groups
+        .iter()
+        .map(|(prefix, suffix, digits)| {
+            let min = digits.iter().map(|d| d.len()).min().unwrap_or(1);
+            let width = if digits.iter().all(|d| fits_width(d, Some(min))) {
+                min
+            } else {
+                1
+            };
+            (
+                format!("{prefix}{}{suffix}", "#".repeat(width)),
+                digits.len(),
+            )
+        })
+        .collect();
+    (found, loose)
 }
 
 /// The files a pattern matches.
