@@ -308,9 +308,9 @@ fn bad(field: Field, message: String) -> Result<(), PlayError> {
 }
 
 /// An option of [`PlayOptions`] (or of its sound's), as an error about its
-/// value names it. The library names it as its field; a front end names it
-/// its own way (the command line as its flag, `--staging-buffers`; Python
-/// as its keyword).
+/// value names it: by the name front ends give it (`staging_buffers`,
+/// `gpu_cache`, `audio_offset`), which each writes its own way (the command
+/// line as its flag, `--staging-buffers`; Python as its keyword).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Field {

@@ -286,6 +286,8 @@ impl SoundClock {
     }
 }
 
+/// The sound's time alone. [`Clock`] reads it through `now_or_hand_over`
+/// and moves it through `set_with`, which keep the wall clock with it.
 #[cfg(feature = "video")]
 impl TimeSource for SoundClock {
     fn now(&self) -> Option<Duration> {

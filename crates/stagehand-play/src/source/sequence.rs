@@ -39,10 +39,11 @@
 //! - A missing folder, file or pattern folder: [`PlayError::Io`] with the
 //!   OS's reason.
 //! - A folder or pattern that finds no image file: [`PlayError::NoFrames`].
-//! - A range whose first frame is after its last, a range that holds no
-//!   file, two files with one frame number (`f.1.exr` and `f.001.exr`),
-//!   several sequences in one folder, several placeholders in one pattern,
-//!   or numbers so far apart that the sequence would have more than
+//! - A range whose first frame is after its last, or that holds no file:
+//!   [`PlayError::BadOption`] naming the range.
+//! - Two files with one frame number (`f.1.exr` and `f.001.exr`), several
+//!   sequences in one folder, several placeholders in one pattern, or
+//!   numbers so far apart that the sequence would have more than
 //!   [`MAX_ENTRIES`] entries: [`PlayError::InvalidOption`].
 //! - A pattern or file whose extension the player does not read:
 //!   [`PlayError::Unsupported`].
@@ -585,10 +586,13 @@ fn numbered_entries(
     if let Some((first, last)) = range {
         files.retain(|(n, _)| (first..=last).contains(n));
         if files.is_empty() {
-            return Err(PlayError::InvalidOption(format!(
-                "range {first}-{last} holds no frame of {}: its files run from {min} to {max}",
-                spec.display()
-            )));
+            return Err(PlayError::BadOption {
+                field: crate::options::Field::Range,
+                message: format!(
+                    "{first}-{last} holds no frame of {}: its files run from {min} to {max}",
+                    spec.display()
+                ),
+            });
         }
     }
     if let Some(pair) = files.windows(2).find(|w| w[0].0 == w[1].0) {
@@ -630,11 +634,14 @@ fn unnumbered_entries(
             let start = first.max(1);
             let end = last.min(count as i64);
             if start > end {
-                return Err(PlayError::InvalidOption(format!(
-                    "range {first}-{last} holds no frame of {}: its {count} files carry no \
-                     frame numbers, so the range counts them from 1",
-                    spec.display()
-                )));
+                return Err(PlayError::BadOption {
+                    field: crate::options::Field::Range,
+                    message: format!(
+                        "{first}-{last} holds no frame of {}: its {count} files carry no \
+                         frame numbers, so the range counts them from 1",
+                        spec.display()
+                    ),
+                });
             }
             ((start - 1) as usize, (end - start + 1) as usize)
         }
@@ -786,7 +793,7 @@ mod tests {
         );
         assert!(matches!(
             numbered_entries(spec, files(&[1, 3]), Some((10, 20))),
-            Err(PlayError::InvalidOption(_))
+            Err(PlayError::BadOption { .. })
         ));
         assert!(matches!(
             numbered_entries(spec, files(&[1, 2_000_000_000]), None),
@@ -816,7 +823,7 @@ mod tests {
         assert_eq!(names, [PathBuf::from("b.png"), PathBuf::from("c.png")]);
         assert!(matches!(
             unnumbered_entries(spec, files, Some((4, 9))),
-            Err(PlayError::InvalidOption(_))
+            Err(PlayError::BadOption { .. })
         ));
     }
 }
