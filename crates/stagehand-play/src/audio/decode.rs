@@ -61,25 +61,7 @@ impl AudioSource {
                 reason: format!("no decoder for its audio codec {codec} ({e})"),
             })?;
         let (rate, channels) = (decoder.rate(), decoder.channels());
-        if !(super::MIN_RATE..=super::MAX_RATE).contains(&rate) {
-            return Err(PlayError::Unsupported {
-                path: path.to_owned(),
-                reason: format!(
-                    "its audio is at {rate} Hz; the player takes {} to {} Hz",
-                    super::MIN_RATE,
-                    super::MAX_RATE
-                ),
-            });
-        }
-        if !(1..=super::MAX_CHANNELS).contains(&channels) {
-            return Err(PlayError::Unsupported {
-                path: path.to_owned(),
-                reason: format!(
-                    "its audio has {channels} channels; the player takes 1 to {}",
-                    super::MAX_CHANNELS
-                ),
-            });
-        }
+        check_bounds(path, rate, channels)?;
         Ok(Some(Self {
             path: path.to_owned(),
             rate,
@@ -88,6 +70,31 @@ impl AudioSource {
             start,
         }))
     }
+}
+
+/// Refuses a rate or a channel count outside what the player takes,
+/// before anything is sized by them.
+fn check_bounds(path: &Path, rate: u32, channels: u16) -> Result<(), PlayError> {
+    let refuse = |reason| {
+        Err(PlayError::Unsupported {
+            path: path.to_owned(),
+            reason,
+        })
+    };
+    if !(super::MIN_RATE..=super::MAX_RATE).contains(&rate) {
+        return refuse(format!(
+            "its audio is at {rate} Hz; the player takes {} to {} Hz",
+            super::MIN_RATE,
+            super::MAX_RATE
+        ));
+    }
+    if !(1..=super::MAX_CHANNELS).contains(&channels) {
+        return refuse(format!(
+            "its audio has {channels} channels; the player takes 1 to {}",
+            super::MAX_CHANNELS
+        ));
+    }
+    Ok(())
 }
 
 /// A channel layout for `n` channels: FFmpeg's default for that count,

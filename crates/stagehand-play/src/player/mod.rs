@@ -896,31 +896,12 @@ fn open_movie(
     let info = movie.info();
     let plan = format::choose(info, options.format, has_16bit_norm)?;
     let len = movie.len();
-    let start = match options.seek {
-        None => 0,
-        Some(n) if (0..len as i64).contains(&n) => n as usize,
-        Some(n) => {
-            return Err(PlayError::BadOption {
-                field: Field::Seek,
-                message: format!("{n}: the movie has frames 0 to {}", len.saturating_sub(1)),
-            });
-        }
-    };
+    let start = start_position(options.seek, len, "the movie")?;
     let total = ticks_to_run(options, len as u64, start as u64, windowed);
     let cache = frame_cache(options, len, Gaps::none(), info.bytes());
     let movie_start = Some(movie.start_seconds());
     let movie_rate = Some(movie.rate());
-    let warnings = movie
-        .damage()
-        .map(|d| {
-            format!(
-                "{}: damaged: {d}; playing the {} frames before it",
-                spec.display(),
-                movie.frame_count()
-            )
-        })
-        .into_iter()
-        .collect();
+    let warnings = damage_warning(spec, &movie).into_iter().collect();
     Ok(Opened {
         feed: Feed::Frames {
             frames: Arc::new(movie),
@@ -937,6 +918,19 @@ fn open_movie(
     })
 }
 
+/// What the user should know of a damaged movie: where it is damaged, and
+/// how many frames play.
+#[cfg(feature = "video")]
+fn damage_warning(spec: &Path, movie: &source::movie::Movie) -> Option<String> {
+    movie.damage().map(|d| {
+        format!(
+            "{}: damaged: {d}; playing the {} frames before it",
+            spec.display(),
+            movie.frame_count()
+        )
+    })
+}
+
 /// Without the `video` feature, a movie is refused, saying why.
 #[cfg(not(feature = "video"))]
 fn open_movie(spec: &Path, _: &PlayOptions, _: bool, _: bool) -> Result<Opened, PlayError> {
@@ -944,6 +938,19 @@ fn open_movie(spec: &Path, _: &PlayOptions, _: bool, _: bool) -> Result<Opened, 
         path: spec.to_owned(),
         reason: "movies need stagehand built with the `video` feature (FFmpeg); this build has no movie support".into(),
     })
+}
+
+/// The position a seek to frame `n` of `len` frames numbered from 0 starts
+/// at (0 without one); a frame past them is refused, naming `what` has.
+fn start_position(seek: Option<i64>, len: usize, what: &str) -> Result<usize, PlayError> {
+    match seek {
+        None => Ok(0),
+        Some(n) if (0..len as i64).contains(&n) => Ok(n as usize),
+        Some(n) => Err(PlayError::BadOption {
+            field: Field::Seek,
+            message: format!("{n}: {what} has frames 0 to {}", len.saturating_sub(1)),
+        }),
+    }
 }
 
 /// The frame cache for `len` positions of at most `largest` bytes.
@@ -977,19 +984,7 @@ fn open_synthetic(
     let len = options
         .frames
         .unwrap_or_else(|| (options.fps * 5.0).ceil() as u64);
-    let start = match options.seek {
-        None => 0,
-        Some(n) if (0..len as i64).contains(&n) => n as usize,
-        Some(n) => {
-            return Err(PlayError::BadOption {
-                field: Field::Seek,
-                message: format!(
-                    "{n}: synthetic playback has frames 0 to {}",
-                    len.saturating_sub(1)
-                ),
-            });
-        }
-    };
+    let start = start_position(options.seek, len as usize, "synthetic playback")?;
     Ok(Opened {
         feed: Feed::Synthetic(Arc::new(pattern::Painter::new(
             options.size.0,
