@@ -56,6 +56,35 @@ pub(super) struct Decoder {
     buffers: Arc<FrameBuffers>,
 }
 
+/// A codec context for `parameters` with threads across every core: one
+/// stream decodes 4K faster than real time only this way (the default is
+/// one thread). Frame threads decode several frames at once, so a frame
+/// comes out a few packets after it goes in; an intra-only movie's frames
+/// split into slices, decoded at once with no such delay, which a player
+/// that skips frames to keep time needs.
+fn threaded_context(
+    parameters: ffmpeg::codec::Parameters,
+    intra_only: bool,
+) -> Result<ffmpeg::codec::Context, String> {
+    let slices = intra_only
+        && ffmpeg::decoder::find(parameters.id()).is_some_and(|c| {
+            c.capabilities()
+                .contains(ffmpeg::codec::Capabilities::SLICE_THREADS)
+        });
+    let mut context =
+        ffmpeg::codec::Context::from_parameters(parameters).map_err(|e| e.to_string())?;
+    context.set_threading(ffmpeg::codec::threading::Config {
+        kind: if slices {
+            ffmpeg::codec::threading::Type::Slice
+        } else {
+            ffmpeg::codec::threading::Type::Frame
+        },
+        count: 0,
+        ..Default::default()
+    });
+    Ok(context)
+}
+
 impl Decoder {
     /// Opens `path`'s stream `stream` with decoder threads on; every
     /// frame must be `info`'s size and format, when known (the movie's
@@ -72,29 +101,7 @@ impl Decoder {
             .stream(stream)
             .ok_or("the video stream went away")?
             .parameters();
-        let slices = intra_only
-            && ffmpeg::decoder::find(parameters.id()).is_some_and(|c| {
-                c.capabilities()
-                    .contains(ffmpeg::codec::Capabilities::SLICE_THREADS)
-            });
-        let mut context =
-            ffmpeg::codec::Context::from_parameters(parameters).map_err(|e| e.to_string())?;
-        // Threads across every core: one stream decodes 4K faster than
-        // real time only this way (the default is one thread). Frame
-        // threads decode several frames at once, so a frame comes out a
-        // few packets after it goes in; an intra-only movie's frames split
-        // into slices, decoded at once with no such delay, which a player
-        // that skips frames to keep time needs.
-        context.set_threading(ffmpeg::codec::threading::Config {
-            kind: if slices {
-                ffmpeg::codec::threading::Type::Slice
-            } else {
-                ffmpeg::codec::threading::Type::Frame
-            },
-            count: 0,
-            ..Default::default()
-        });
-        let video = context
+        let video = threaded_context(parameters, intra_only)?
             .decoder()
             .video()
             .map_err(|e| format!("no decoder for it in this FFmpeg ({e})"))?;
