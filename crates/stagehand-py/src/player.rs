@@ -332,6 +332,13 @@ impl Player {
         Ok((0, len.saturating_sub(1)))
     }
 
+    /// Events let go because 1,024 waited unforwarded (handlers slower
+    /// than the frames); 0 while the handlers keep up.
+    #[getter]
+    fn events_lost(&self) -> PyResult<u64> {
+        Ok(self.player()?.events_lost())
+    }
+
     /// Whether playback has ended (closed, or failed).
     #[getter]
     fn ended(&self) -> bool {

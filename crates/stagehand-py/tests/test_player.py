@@ -120,6 +120,7 @@ def test_frame_changed_events_follow_the_commands(player):
     # Each command's frame was announced, in the order they came.
     rest = iter(frames)
     assert all(wanted in rest for wanted in (3, 5, 4)), f"frame-changed frames: {frames}"
+    assert player.events_lost == 0, "a handler that keeps up loses no event"
 
 
 def test_play_then_pause_sends_play_start_then_play_stop(player):
@@ -212,6 +213,9 @@ def test_a_bad_option_is_an_invalid_argument(gpu, sequence, options):
     with pytest.raises(stagehand_gpu.InvalidArgumentError) as raised:
         stagehand_gpu.Player(sequence, **kwargs)
     assert isinstance(raised.value, ValueError)
+    if "fps" in options:
+        # The option is named as the keyword that set it.
+        assert "fps -5: must be from 0.1 to 1000" in str(raised.value), str(raised.value)
 
 
 def test_an_unknown_event_is_an_invalid_argument(player):
