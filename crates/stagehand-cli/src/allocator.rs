@@ -12,14 +12,7 @@
 //! that brought this has the figures).
 //!
 //! [`large_blocks_apart`] fixes the threshold at 1 MiB: every block from
-//! 1 MiB up keeps a mapping of its own, whatever was freed before. Fixing
-//! it also fixes the size of free memory a heap keeps at its top before
-//! giving it back, which glibc otherwise moves with the threshold (to
-//! twice it): left at its 128 KiB default, the decode threads' blocks of
-//! a few hundred KiB (an EXR's chunks) were given back and faulted in
-//! again on every frame (`stagehand play` of a 4K EXR sequence: 590,000
-//! minor faults for 48 frames against 368,000). It is set as glibc would,
-//! to twice the threshold.
+//! 1 MiB up keeps a mapping of its own, whatever was freed before.
 
 /// The size from which a block gets a mapping of its own.
 pub const APART_FROM: usize = 1 << 20;
@@ -33,10 +26,7 @@ pub fn large_blocks_apart() -> bool {
     {
         // SAFETY: mallopt sets one of the allocator's parameters; it takes
         // the allocator's own lock and touches no memory of ours.
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, APART_FROM as libc::c_int) == 1
-                && libc::mallopt(libc::M_TRIM_THRESHOLD, 2 * APART_FROM as libc::c_int) == 1
-        }
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, APART_FROM as libc::c_int) == 1 }
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     {
@@ -57,38 +47,6 @@ mod tests {
             .expect("the process's mappings")
             .lines()
             .any(|line| line.starts_with(&start))
-    }
-
-    /// Minor page faults of this thread so far.
-    #[allow(unsafe_code)] // getrusage is a C call, wrapped here once
-    fn faults() -> i64 {
-        // SAFETY: an all-zero rusage is a valid value for getrusage to
-        // fill; RUSAGE_THREAD asks for the calling thread's counts.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `usage` is a valid, writable rusage.
-        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
-        usage.ru_minflt
-    }
-
-    #[test]
-    fn blocks_made_and_freed_again_and_again_under_the_threshold_are_not_faulted_in_each_time() {
-        assert!(large_blocks_apart());
-        // On a thread of its own (its own heap), as a decode thread: a
-        // 600 KiB block, written and freed, forty times.
-        let faults = std::thread::spawn(|| {
-            let block = || drop(std::hint::black_box(vec![1u8; 600 << 10]));
-            block();
-            let before = faults();
-            (0..40).for_each(|_| block());
-            faults() - before
-        })
-        .join()
-        .unwrap();
-        // 150 pages a block: faulting each one in again would be 6,000.
-        assert!(
-            faults < 300,
-            "{faults} minor faults for blocks already touched"
-        );
     }
 
     #[test]
