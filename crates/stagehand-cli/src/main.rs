@@ -1,6 +1,5 @@
 //! The `stagehand` command: a thin front over the library.
 
-mod allocator;
 mod bench;
 mod output;
 mod play;
@@ -181,7 +180,6 @@ pub(crate) fn parse_size(s: &str, max: u32) -> Result<(u32, u32), String> {
 }
 
 fn main() -> ExitCode {
-    allocator::large_blocks_apart();
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Play(args) => play::run(args),
