@@ -14,6 +14,7 @@ pub mod audio;
 pub mod cache;
 pub mod convert;
 mod error;
+pub mod heap;
 pub mod options;
 mod player;
 pub mod render;

@@ -182,7 +182,9 @@ impl Run<'_> {
         let (mut warmup, mut tick) = self.begin(gpu, renderer, output, options)?;
         let shared = Arc::clone(&self.shared);
         let (mut last_queue_frame, mut passes) = (None, Passes::default());
+        let mut heap = crate::heap::Keeper::default();
         while self.ticks_run < shared.total {
+            heap.tend();
             if let Some(watch) = &options.watch {
                 self.report(watch, false);
             }
