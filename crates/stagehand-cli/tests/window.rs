@@ -1018,12 +1018,12 @@ on_both_adapters!(
     a_window_resized_again_and_again_while_playing_keeps_playing_on_llvmpipe
 );
 
-/// The embedding example, built beside this test by `cargo test
+/// The embedding example `name`, built beside this test by `cargo test
 /// --all-targets` (`None` where it was not built).
-fn embed_example() -> Option<PathBuf> {
+fn embed_example(name: &str) -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let profile = exe.parent()?.parent()?;
-    let example = profile.join("examples").join("embed");
+    let example = profile.join("examples").join(name);
     example.is_file().then_some(example)
 }
 
@@ -1032,16 +1032,31 @@ fn embedded_player_follows_its_programs_keys(backend: &str) {
     // runs its own event loop and timer, and has the player draw into its
     // surface texture. Paused on the first frame, then a seek, a step
     // forward and one back, each checked on screen.
-    let Some(program) = embed_example() else {
+    follows_its_programs_keys("embed", backend);
+}
+
+fn embedded_by_its_x11_handle_follows_its_programs_keys(backend: &str) {
+    // examples/embed_x11.rs: a program that makes its own X11 window with
+    // Xlib (as a toolkit does) and hands the player the window's raw
+    // handles; the player makes the surface (or, on a software GL
+    // adapter, copies to the X server). The same checks on screen.
+    follows_its_programs_keys("embed_x11", backend);
+}
+
+/// Runs the embedding example `name` on a sequence and checks on screen,
+/// and in the events it prints, that the paused first frame, a seek, a
+/// step forward and two back show the right frames.
+fn follows_its_programs_keys(name: &str, backend: &str) {
+    let Some(program) = embed_example(name) else {
         eprintln!(
-            "skipped the embedding example on {backend}: it is not built (cargo test --all-targets builds it)"
+            "skipped the embedding example {name} on {backend}: it is not built (cargo test --all-targets builds it)"
         );
         return;
     };
-    let Some(x) = Xvfb::start(&format!("embedding on {backend}")) else {
+    let Some(x) = Xvfb::start(&format!("{name} on {backend}")) else {
         return;
     };
-    let dir = write_sequence(&format!("embed-{backend}"));
+    let dir = write_sequence(&format!("{name}-{backend}"));
     let player = Player::launch_program(&x, backend, &program, &[dir.to_str().unwrap()]);
     player.wait_for(colour(FIRST), "paused on the first frame");
     player.key(&["5"]);
@@ -1070,4 +1085,10 @@ on_both_adapters!(
     embedded_player_follows_its_programs_keys:
     a_player_embedded_in_a_programs_own_window_follows_its_keys_on_lavapipe,
     a_player_embedded_in_a_programs_own_window_follows_its_keys_on_llvmpipe
+);
+
+on_both_adapters!(
+    embedded_by_its_x11_handle_follows_its_programs_keys:
+    a_player_given_a_programs_own_x11_window_by_its_raw_handle_follows_its_keys_on_lavapipe,
+    a_player_given_a_programs_own_x11_window_by_its_raw_handle_follows_its_keys_on_llvmpipe
 );

@@ -36,6 +36,7 @@ use lead::{Decision, Have, Lead, Moment};
 use output::{Output, Windowed};
 use parking_lot::Mutex;
 pub use picture::PictureReader;
+pub(crate) use picture::draw_letterboxed;
 use run::Run;
 use stagehand_gpu::Gpu;
 use stagehand_gpu::upload::{

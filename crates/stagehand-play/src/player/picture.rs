@@ -75,11 +75,7 @@ impl PictureReader {
             .gpu
             .device()
             .create_command_encoder(&Default::default())?;
-        clear(&mut encoder, &view);
-        if let Some(picture) = player.texture() {
-            let viewport = letterbox((picture.width(), picture.height()), size);
-            player.draw(&mut encoder, &view, self.format, viewport)?;
-        }
+        draw_letterboxed(player, &mut encoder, &view, self.format, size)?;
         self.gpu.queue().submit([encoder.finish()?])?;
         Ok(self.readback.read(&self.gpu, &target, with)?)
     }
@@ -101,6 +97,23 @@ impl PictureReader {
             None => unreachable!("made above"),
         }
     }
+}
+
+/// Records the frame `player` shows into `view` (of `format`, `size`
+/// pixels), letterboxed on black.
+pub(crate) fn draw_letterboxed(
+    player: &Player,
+    encoder: &mut wgpu::CommandEncoder,
+    view: &wgpu::TextureView,
+    format: wgpu::TextureFormat,
+    size: (u32, u32),
+) -> Result<(), PlayError> {
+    clear(encoder, view);
+    if let Some(picture) = player.texture() {
+        let viewport = letterbox((picture.width(), picture.height()), size);
+        player.draw(encoder, view, format, viewport)?;
+    }
+    Ok(())
 }
 
 /// Records a pass that clears `view` to opaque black.

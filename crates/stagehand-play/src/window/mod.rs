@@ -396,10 +396,7 @@ impl Screen {
         present: PresentChoice,
         window: &Window,
     ) -> Option<SurfaceInfo> {
-        let info = gpu.adapter().get_info();
-        let software_gl =
-            info.backend == wgpu::Backend::Gl && info.device_type == wgpu::DeviceType::Cpu;
-        if !software_gl || present == PresentChoice::Fifo {
+        if !native::software_gl(gpu) || present == PresentChoice::Fifo {
             return None;
         }
         let put = x11::X11Present::open(window)?;

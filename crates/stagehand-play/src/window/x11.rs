@@ -28,6 +28,15 @@ use x11rb::rust_connection::RustConnection;
 /// The texture format whose bytes the window takes as they are.
 pub(crate) const FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Bgra8Unorm;
 
+/// The X11 window id of `window`, if it is an X11 window.
+pub(crate) fn window_id(window: RawWindowHandle) -> Option<u32> {
+    match window {
+        RawWindowHandle::Xlib(h) => u32::try_from(h.window).ok(),
+        RawWindowHandle::Xcb(h) => Some(h.window.get()),
+        _ => None,
+    }
+}
+
 /// A connection to the window's X server, and what drawing into the
 /// window needs.
 pub(crate) struct X11Present {
@@ -43,11 +52,7 @@ impl X11Present {
     /// uses); `None` where the window is not an X11 one, or the server
     /// would need the pixels converted.
     pub(crate) fn open(window: &Window) -> Option<Self> {
-        let id = match window.window_handle().ok()?.as_raw() {
-            RawWindowHandle::Xlib(h) => u32::try_from(h.window).ok()?,
-            RawWindowHandle::Xcb(h) => h.window.get(),
-            _ => return None,
-        };
+        let id = window_id(window.window_handle().ok()?.as_raw())?;
         Self::open_id(None, id).ok()
     }
 
