@@ -214,8 +214,10 @@ pub struct AudioSummary {
     pub skipped: u64,
     /// Frames of sound the decoder could not supply in time (silence).
     pub underruns: u64,
-    /// What went wrong in the sound's decoder, if anything.
-    pub error: Option<String>,
+    /// Why the sound stopped or never started, if it did (the JSON gives
+    /// its message).
+    #[serde(serialize_with = "message_of")]
+    pub error: Option<crate::audio::SoundError>,
     /// Times the sound moved to keep with the pictures (seeks, steps,
     /// loops back to the start).
     pub seeks: u64,
@@ -235,6 +237,17 @@ const PASSES_SHOWN: usize = 24;
 
 /// Frames each pass missed, the first [`PASSES_SHOWN`] passes by name and
 /// the rest summed.
+/// Serializes an optional error as its message.
+fn message_of<S: serde::Serializer>(
+    error: &Option<crate::audio::SoundError>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match error {
+        Some(e) => serializer.serialize_some(&e.to_string()),
+        None => serializer.serialize_none(),
+    }
+}
+
 fn missed_line(passes: &[PassStats]) -> String {
     let shown = passes.len().min(PASSES_SHOWN);
     let mut line: Vec<String> = passes[..shown]
@@ -497,7 +510,7 @@ fn audio_fields(a: &AudioSummary) -> Vec<Field> {
         ));
     }
     if let Some(e) = &a.error {
-        fields.push(field("audio error", e));
+        fields.push(field("audio error", e.to_string()));
     }
     fields
 }

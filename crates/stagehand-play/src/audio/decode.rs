@@ -3,6 +3,7 @@
 //! sink's rate and channel count, and pushed into the ring from a thread
 //! of its own.
 
+use super::SoundError;
 use super::ring::Ring;
 use crate::PlayError;
 use ffmpeg_next as ffmpeg;
@@ -142,17 +143,17 @@ struct Opened {
 
 /// Opens `source`'s audio stream and seeks it to the packet at or before
 /// `from` seconds.
-fn open_at(source: &AudioSource, from: f64) -> Result<Opened, String> {
-    let mut input = ffmpeg::format::input(&source.path).map_err(|e| e.to_string())?;
+fn open_at(source: &AudioSource, from: f64) -> Result<Opened, SoundError> {
+    let open = |e: ffmpeg::Error| SoundError::Open(e.to_string());
+    let mut input = ffmpeg::format::input(&source.path).map_err(open)?;
     let stream = input
         .streams()
         .best(ffmpeg::media::Type::Audio)
-        .ok_or("the audio stream went away")?;
+        .ok_or_else(|| SoundError::Open("the audio stream went away".into()))?;
     let index = stream.index();
     let time_base = f64::from(stream.time_base());
-    let context =
-        ffmpeg::codec::Context::from_parameters(stream.parameters()).map_err(|e| e.to_string())?;
-    let decoder = context.decoder().audio().map_err(|e| e.to_string())?;
+    let context = ffmpeg::codec::Context::from_parameters(stream.parameters()).map_err(open)?;
+    let decoder = context.decoder().audio().map_err(open)?;
     if from > source.start {
         let ts = (from * f64::from(ffmpeg::ffi::AV_TIME_BASE)) as i64;
         // To the packet at or before `from`; samples before it are cut later.
@@ -177,9 +178,8 @@ struct Resample {
 }
 
 impl Resample {
-    fn new(rate: u32, channels: u16) -> Result<Self, String> {
-        let layout = layout_for(channels)
-            .ok_or_else(|| format!("no channel layout for the output's {channels} channels"))?;
+    fn new(rate: u32, channels: u16) -> Result<Self, SoundError> {
+        let layout = layout_for(channels).ok_or(SoundError::Layout(channels))?;
         Ok(Self {
             built: None,
             layout,
@@ -189,7 +189,7 @@ impl Resample {
     }
 
     /// `frame`'s samples at the output's rate and channels.
-    fn convert(&mut self, frame: &mut ffmpeg::frame::Audio) -> Result<Vec<f32>, String> {
+    fn convert(&mut self, frame: &mut ffmpeg::frame::Audio) -> Result<Vec<f32>, SoundError> {
         // Some decoders (PCM in WAV) leave the layout unset: give the
         // frame the one the resampler is told, or it refuses the frame as
         // changed.
@@ -200,12 +200,7 @@ impl Resample {
         }
         let input: ResamplerInput = (frame.format(), frame.channel_layout(), frame.rate());
         if !(super::MIN_RATE..=super::MAX_RATE).contains(&input.2) {
-            return Err(format!(
-                "its audio changed to {} Hz midway; the player takes {} to {} Hz",
-                input.2,
-                super::MIN_RATE,
-                super::MAX_RATE
-            ));
+            return Err(SoundError::RateChanged(input.2));
         }
         let packed = ffmpeg::format::Sample::F32(ffmpeg::format::sample::Type::Packed);
         let resampler = match &mut self.built {
@@ -219,7 +214,7 @@ impl Resample {
                     self.layout,
                     self.rate,
                 )
-                .map_err(|e| format!("cannot resample its audio: {e}"))?;
+                .map_err(|e| SoundError::Resample(e.to_string()))?;
                 &mut self.built.insert((input, r)).1
             }
         };
@@ -230,7 +225,9 @@ impl Resample {
             + 1024;
         let mut out = ffmpeg::frame::Audio::new(packed, room, self.layout);
         out.set_rate(self.rate);
-        resampler.run(frame, &mut out).map_err(|e| e.to_string())?;
+        resampler
+            .run(frame, &mut out)
+            .map_err(|e| SoundError::Resample(e.to_string()))?;
         let n = out.samples() * usize::from(self.channels);
         Ok(out.data(0)[..n * 4]
             .chunks_exact(4)
@@ -297,7 +294,7 @@ pub(super) fn run(
     channels: u16,
     ring: &Arc<Ring>,
     generation: u64,
-) -> Result<(), String> {
+) -> Result<(), SoundError> {
     let Opened {
         mut input,
         index,
@@ -330,7 +327,7 @@ pub(super) fn run(
                 return Ok(());
             }
             Err(ffmpeg::Error::Other { errno }) if errno == ffmpeg::error::EAGAIN => {}
-            Err(e) => return Err(format!("decoding its audio failed: {e}")),
+            Err(e) => return Err(SoundError::Decode(e.to_string())),
         }
         if ended {
             ring.end(generation);

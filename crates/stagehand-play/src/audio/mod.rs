@@ -13,6 +13,7 @@
 mod decode;
 #[cfg(feature = "audio")]
 mod device;
+mod error;
 #[cfg(all(test, feature = "video"))]
 pub(crate) mod fault;
 #[cfg(feature = "video")]
@@ -22,6 +23,7 @@ mod sink;
 
 #[cfg(feature = "video")]
 pub use decode::AudioSource;
+pub use error::SoundError;
 
 #[cfg(feature = "video")]
 use parking_lot::Mutex;
@@ -126,7 +128,7 @@ pub(crate) struct Audio {
     ring: Arc<Ring>,
     playing: OnceLock<Playing>,
     /// What went wrong in the decoder, if anything.
-    error: Arc<Mutex<Option<String>>>,
+    error: Arc<Mutex<Option<SoundError>>>,
     seeks: std::sync::atomic::AtomicU64,
     /// Why the sink's clock is not followed any more, once it is not.
     lost: OnceLock<&'static str>,
@@ -240,7 +242,7 @@ impl Audio {
         match NullSink::start(Arc::clone(&self.ring), rate, channels) {
             Ok(sink) => (Box::new(sink), rate, channels),
             Err(e) => {
-                *self.error.lock() = Some(format!("cannot start the null sink: {e}"));
+                *self.error.lock() = Some(SoundError::NullSink(Arc::new(e)));
                 (Box::new(Silent), rate, channels)
             }
         }
@@ -274,7 +276,7 @@ impl Audio {
             Ok(handle) => *decoder = Some(handle),
             Err(e) => {
                 self.ring.end(generation);
-                *self.error.lock() = Some(format!("cannot start the audio decoder: {e}"));
+                *self.error.lock() = Some(SoundError::DecoderThread(Arc::new(e)));
             }
         }
     }
@@ -373,7 +375,7 @@ impl Audio {
     }
 
     /// What played, for the summary.
-    pub fn describe(&self) -> (String, String, u64, Option<String>) {
+    pub fn describe(&self) -> (String, String, u64, Option<SoundError>) {
         let source = format!(
             "{} ({}, {} Hz, {} channels)",
             self.source.path.display(),
@@ -472,7 +474,7 @@ mod tests {
         );
         let (_, _, _, error) = audio.describe();
         assert!(
-            error.as_deref().is_some_and(|e| !e.is_empty()),
+            error.is_some(),
             "the summary says nothing of the failed decoder: {error:?}"
         );
     }
