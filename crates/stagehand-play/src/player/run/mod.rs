@@ -1,6 +1,8 @@
 //! The render loop: ticks at the clock's pace, the user's commands (pause,
 //! step, seek), and what it measures.
 
+mod present;
+
 use super::output::Output;
 use super::{Feed, Picture, Shared, spawn_producer};
 use crate::PlayError;
