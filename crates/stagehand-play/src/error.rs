@@ -69,7 +69,7 @@ pub enum PlayError {
     #[error("invalid option: {field} {message}")]
     BadOption {
         /// The option.
-        field: crate::options::Field,
+        field: Field,
         /// What is wrong.
         message: String,
     },
@@ -158,5 +158,82 @@ mod tests {
                 .map(std::io::Error::kind),
             Some(std::io::ErrorKind::OutOfMemory)
         );
+    }
+}
+
+/// An option of [`PlayOptions`](crate::PlayOptions) (or of its sound's), as an error about its
+/// value names it: by the name front ends give it (`staging_buffers`,
+/// `gpu_cache`, `audio_offset`), which each writes its own way (the command
+/// line as its flag, `--staging-buffers`; Python as its keyword).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Field {
+    /// [`PlayOptions::fps`](crate::PlayOptions::fps).
+    Fps,
+    /// [`PlayOptions::size`](crate::PlayOptions::size).
+    Size,
+    /// [`PlayOptions::output_size`](crate::PlayOptions::output_size).
+    OutputSize,
+    /// [`PlayOptions::frames`](crate::PlayOptions::frames).
+    Frames,
+    /// [`PlayOptions::range`](crate::PlayOptions::range).
+    Range,
+    /// [`PlayOptions::preroll`](crate::PlayOptions::preroll).
+    Preroll,
+    /// [`PlayOptions::threads`](crate::PlayOptions::threads).
+    Threads,
+    /// [`PlayOptions::staging_buffers`](crate::PlayOptions::staging_buffers).
+    StagingBuffers,
+    /// [`PlayOptions::depth`](crate::PlayOptions::depth).
+    Depth,
+    /// The display's exposure.
+    Exposure,
+    /// [`PlayOptions::read_behind`](crate::PlayOptions::read_behind).
+    ReadBehind,
+    /// [`PlayOptions::cache_bytes`](crate::PlayOptions::cache_bytes).
+    Cache,
+    /// [`PlayOptions::gpu_cache_bytes`](crate::PlayOptions::gpu_cache_bytes).
+    GpuCache,
+    /// [`PlayOptions::format`](crate::PlayOptions::format).
+    Format,
+    /// The sound's offset.
+    AudioOffset,
+    /// [`PlayOptions::start_paused`](crate::PlayOptions::start_paused).
+    StartPaused,
+    /// [`PlayOptions::save_ticks`](crate::PlayOptions::save_ticks).
+    SaveFrame,
+    /// [`PlayOptions::seek`](crate::PlayOptions::seek).
+    Seek,
+}
+
+impl Field {
+    /// The option's name, in words joined by `_` (`staging_buffers`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fps => "fps",
+            Self::Size => "size",
+            Self::OutputSize => "output_size",
+            Self::Frames => "frames",
+            Self::Range => "range",
+            Self::Preroll => "preroll",
+            Self::Threads => "threads",
+            Self::StagingBuffers => "staging_buffers",
+            Self::Depth => "depth",
+            Self::Exposure => "exposure",
+            Self::ReadBehind => "read_behind",
+            Self::Cache => "cache",
+            Self::GpuCache => "gpu_cache",
+            Self::Format => "format",
+            Self::AudioOffset => "audio_offset",
+            Self::StartPaused => "start_paused",
+            Self::SaveFrame => "save_frame",
+            Self::Seek => "seek",
+        }
+    }
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }

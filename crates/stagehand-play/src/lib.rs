@@ -30,9 +30,9 @@ pub mod yuv;
 pub use cache::gpu::GpuCacheStats;
 pub use cache::{CacheConfig, CacheStats, FrameCache};
 pub use convert::format::{FormatChoice, FormatPlan};
-pub use error::PlayError;
+pub use error::{Field, PlayError};
 
-pub use options::{Field, Mode, PlayOptions, Preroll, parse_bytes};
+pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
 pub use player::watch::{CacheInfo, EVENT_QUEUE, Event, Status, Watch};
 pub use player::{PictureReader, Player, engine_config, play, play_in, wanted_features};
 pub use render::{Display, Renderer, Transfer};

@@ -3,6 +3,7 @@
 
 use crate::PlayError;
 use crate::convert::format::FormatChoice;
+pub use crate::error::Field;
 use crate::render::Display;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -186,20 +187,27 @@ impl PlayOptions {
             );
         }
         self.check_sizes()?;
-        if let Some(n) = self.frames
-            && !(1..=MAX_FRAMES).contains(&n)
-        {
-            return bad(
-                Field::Frames,
-                format!("{n}: must be from 1 to {MAX_FRAMES}"),
-            );
-        }
+        self.check_frame_counts()?;
         if let Some((first, last)) = self.range
             && first > last
         {
             return bad(
                 Field::Range,
                 format!("{first}-{last}: the first frame is after the last"),
+            );
+        }
+        Ok(())
+    }
+
+    /// The frames to play and the frames of preroll: at most
+    /// [`MAX_FRAMES`].
+    fn check_frame_counts(&self) -> Result<(), PlayError> {
+        if let Some(n) = self.frames
+            && !(1..=MAX_FRAMES).contains(&n)
+        {
+            return bad(
+                Field::Frames,
+                format!("{n}: must be from 1 to {MAX_FRAMES}"),
             );
         }
         if let Some(Preroll::Frames(n)) = self.preroll
@@ -274,18 +282,7 @@ impl PlayOptions {
                 format!("{}: must be from 0 to 60 seconds", self.read_behind),
             );
         }
-        if let (Some(bytes), Some(ram)) = (self.cache_bytes, crate::cache::total_memory())
-            && bytes > ram
-        {
-            return bad(
-                Field::Cache,
-                format!(
-                    "{}: more than this machine's {} of RAM",
-                    stagehand_gpu::diag::human_bytes(bytes),
-                    stagehand_gpu::diag::human_bytes(ram)
-                ),
-            );
-        }
+        self.check_cache()?;
         if let Some(bytes) = self.gpu_cache_bytes
             && bytes > MAX_GPU_CACHE
         {
@@ -300,88 +297,28 @@ impl PlayOptions {
         }
         Ok(())
     }
+
+    /// The cache's budget: no more than the machine's RAM.
+    fn check_cache(&self) -> Result<(), PlayError> {
+        if let (Some(bytes), Some(ram)) = (self.cache_bytes, crate::cache::total_memory())
+            && bytes > ram
+        {
+            return bad(
+                Field::Cache,
+                format!(
+                    "{}: more than this machine's {} of RAM",
+                    stagehand_gpu::diag::human_bytes(bytes),
+                    stagehand_gpu::diag::human_bytes(ram)
+                ),
+            );
+        }
+        Ok(())
+    }
 }
 
 /// An option out of range.
 fn bad(field: Field, message: String) -> Result<(), PlayError> {
     Err(PlayError::BadOption { field, message })
-}
-
-/// An option of [`PlayOptions`] (or of its sound's), as an error about its
-/// value names it: by the name front ends give it (`staging_buffers`,
-/// `gpu_cache`, `audio_offset`), which each writes its own way (the command
-/// line as its flag, `--staging-buffers`; Python as its keyword).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Field {
-    /// [`PlayOptions::fps`].
-    Fps,
-    /// [`PlayOptions::size`].
-    Size,
-    /// [`PlayOptions::output_size`].
-    OutputSize,
-    /// [`PlayOptions::frames`].
-    Frames,
-    /// [`PlayOptions::range`].
-    Range,
-    /// [`PlayOptions::preroll`].
-    Preroll,
-    /// [`PlayOptions::threads`].
-    Threads,
-    /// [`PlayOptions::staging_buffers`].
-    StagingBuffers,
-    /// [`PlayOptions::depth`].
-    Depth,
-    /// The display's exposure.
-    Exposure,
-    /// [`PlayOptions::read_behind`].
-    ReadBehind,
-    /// [`PlayOptions::cache_bytes`].
-    Cache,
-    /// [`PlayOptions::gpu_cache_bytes`].
-    GpuCache,
-    /// [`PlayOptions::format`].
-    Format,
-    /// The sound's offset.
-    AudioOffset,
-    /// [`PlayOptions::start_paused`].
-    StartPaused,
-    /// [`PlayOptions::save_ticks`].
-    SaveFrame,
-    /// [`PlayOptions::seek`].
-    Seek,
-}
-
-impl Field {
-    /// The option's name, in words joined by `_` (`staging_buffers`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Fps => "fps",
-            Self::Size => "size",
-            Self::OutputSize => "output_size",
-            Self::Frames => "frames",
-            Self::Range => "range",
-            Self::Preroll => "preroll",
-            Self::Threads => "threads",
-            Self::StagingBuffers => "staging_buffers",
-            Self::Depth => "depth",
-            Self::Exposure => "exposure",
-            Self::ReadBehind => "read_behind",
-            Self::Cache => "cache",
-            Self::GpuCache => "gpu_cache",
-            Self::Format => "format",
-            Self::AudioOffset => "audio_offset",
-            Self::StartPaused => "start_paused",
-            Self::SaveFrame => "save_frame",
-            Self::Seek => "seek",
-        }
-    }
-}
-
-impl std::fmt::Display for Field {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 /// Parses a byte size: `0`, `512M`, `4G`, `1.5GiB`, `100000` (bytes).

@@ -235,8 +235,6 @@ pub struct AudioSummary {
 /// Passes the summary's text names one by one.
 const PASSES_SHOWN: usize = 24;
 
-/// Frames each pass missed, the first [`PASSES_SHOWN`] passes by name and
-/// the rest summed.
 /// Serializes an optional error as its message.
 fn message_of<S: serde::Serializer>(
     error: &Option<crate::audio::SoundError>,
@@ -248,6 +246,8 @@ fn message_of<S: serde::Serializer>(
     }
 }
 
+/// Frames each pass missed, the first [`PASSES_SHOWN`] passes by name and
+/// the rest summed.
 fn missed_line(passes: &[PassStats]) -> String {
     let shown = passes.len().min(PASSES_SHOWN);
     let mut line: Vec<String> = passes[..shown]
@@ -397,15 +397,7 @@ impl PlaySummary {
 
     /// The time taken and the rates reached.
     fn rate_fields(&self) -> [Field; 4] {
-        let decode = if self.decode_bandwidth > 0.0 {
-            format!(
-                "{}/s, {:.1} frames/s per thread",
-                human_bytes(self.decode_bandwidth as u64),
-                self.decode_fps_per_thread
-            )
-        } else {
-            "generated in place".into()
-        };
+        let decode = self.decode_rate();
         [
             field(
                 "seconds",
@@ -427,6 +419,38 @@ impl PlaySummary {
                 format!("{}/s", human_bytes(self.upload_bandwidth as u64)),
             ),
         ]
+    }
+
+    /// The rate frames were decoded at: bytes a second and frames a second
+    /// per thread, or that they were generated in place.
+    fn decode_rate(&self) -> String {
+        if self.decode_bandwidth > 0.0 {
+            format!(
+                "{}/s, {:.1} frames/s per thread",
+                human_bytes(self.decode_bandwidth as u64),
+                self.decode_fps_per_thread
+            )
+        } else {
+            "generated in place".into()
+        }
+    }
+
+    /// The timings' table, in milliseconds: uploads, the render pass,
+    /// presenting.
+    fn timing_table(&self) -> Table {
+        let rows = vec![
+            Row::new("upload latency", ms(&self.upload_latency)),
+            Row::new("blocked by uploads", ms(&self.blocked)),
+            Row::new("render pass", ms(&self.render)),
+            Row::new("acquire + present", ms(&self.present_calls)),
+            Row::new("present interval", ms(&self.present_interval)),
+        ];
+        Table {
+            title: Some("milliseconds:".into()),
+            columns: ["p50", "p99", "max"].map(String::from).to_vec(),
+            rows,
+            total: None,
+        }
     }
 
     /// The frame cache, the frame buffers, the GPU tier, the peaks.
@@ -540,21 +564,8 @@ impl Section for PlaySummary {
     }
 
     fn view(&self) -> View {
-        let rows = vec![
-            Row::new("upload latency", ms(&self.upload_latency)),
-            Row::new("blocked by uploads", ms(&self.blocked)),
-            Row::new("render pass", ms(&self.render)),
-            Row::new("acquire + present", ms(&self.present_calls)),
-            Row::new("present interval", ms(&self.present_interval)),
-        ];
-        let table = Table {
-            title: Some("milliseconds:".into()),
-            columns: ["p50", "p99", "max"].map(String::from).to_vec(),
-            rows,
-            total: None,
-        };
         View {
-            blocks: vec![Block::Fields(self.fields()), Block::Table(table)],
+            blocks: vec![Block::Fields(self.fields()), Block::Table(self.timing_table())],
             footnotes: vec![
                 "presented + dropped + failed + never pushed = in range; late: shown more than a frame after its time.".into(),
                 "blocked by uploads: render-thread time per tick choosing the frame to show; the render pass (draw + submit, and in a window the surface's acquire + present) is timed apart.".into(),

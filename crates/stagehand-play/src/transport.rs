@@ -115,11 +115,8 @@ struct Leg {
 fn position_on(leg: Leg, len: u64, tick: u64) -> Option<usize> {
     let step = tick.checked_sub(leg.start_tick)?;
     let pos = leg.start_pos.checked_add(step)?;
-    if leg.looped {
-        Some((pos % len.max(1)) as usize)
-    } else {
-        (pos < len).then_some(pos as usize)
-    }
+    let pos = if leg.looped { pos % len.max(1) } else { pos };
+    (pos < len).then_some(pos as usize)
 }
 
 /// Legs kept: the render loop runs a few ticks behind the producer, so

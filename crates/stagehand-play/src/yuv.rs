@@ -138,6 +138,19 @@ pub struct PlaneRect {
     pub height: u32,
 }
 
+impl PlaneRect {
+    /// A plane of `size` (width, height) with its top-left texel at `x`,
+    /// `y`.
+    fn at(x: u32, y: u32, (width, height): (u32, u32)) -> Self {
+        Self {
+            x,
+            y,
+            width,
+            height,
+        }
+    }
+}
+
 /// The three planes of a picture packed into one texture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Packing {
@@ -164,18 +177,8 @@ impl Yuv {
     /// across, else stacked.
     pub fn packing(&self, width: u32, height: u32) -> Packing {
         let (cw, ch) = self.chroma_size(width, height);
-        let luma = PlaneRect {
-            x: 0,
-            y: 0,
-            width,
-            height,
-        };
-        let plane = |x, y| PlaneRect {
-            x,
-            y,
-            width: cw,
-            height: ch,
-        };
+        let luma = PlaneRect::at(0, 0, (width, height));
+        let plane = |x, y| PlaneRect::at(x, y, (cw, ch));
         if cw < width {
             Packing {
                 size: (width.max(2 * cw), height + ch),

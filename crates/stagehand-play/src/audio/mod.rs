@@ -101,7 +101,7 @@ impl AudioOptions {
     pub fn validate(&self) -> Result<(), crate::PlayError> {
         if !(self.offset_ms.is_finite() && self.offset_ms.abs() <= MAX_OFFSET_MS) {
             return Err(crate::PlayError::BadOption {
-                field: crate::options::Field::AudioOffset,
+                field: crate::error::Field::AudioOffset,
                 message: format!(
                     "{}: must be from -{MAX_OFFSET_MS} to {MAX_OFFSET_MS} ms",
                     self.offset_ms
@@ -322,13 +322,11 @@ impl Audio {
 
     /// Play time is `t` from now on; the sound plays on from where it is.
     pub fn set_play_time(&self, t: f64) {
-        if let Some(p) = self.playing.get() {
-            let mut seg = p.segment.lock();
-            let played = p.sink.played();
-            seg.source += (played - seg.frames).max(0.0) / f64::from(p.rate);
-            seg.frames = played;
-            seg.play = t;
-        }
+        let Some(p) = self.playing.get() else { return };
+        let mut seg = p.segment.lock();
+        let played = p.sink.played();
+        seg.source += (played - seg.frames).max(0.0) / f64::from(p.rate);
+        (seg.frames, seg.play) = (played, t);
     }
 
     /// Plays the source from its second `source` on, at the play time now

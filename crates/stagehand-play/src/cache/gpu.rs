@@ -215,11 +215,11 @@ impl Handoff {
     /// Stops the hand-off: waits on either side end. Returns the tier
     /// ticks never drawn.
     pub fn close(&self) -> u64 {
-        let mut state = self.state.lock();
-        state.closed = true;
-        let left = state.resident.len() as u64;
-        state.resident.clear();
-        drop(state);
+        let left = {
+            let mut state = self.state.lock();
+            state.closed = true;
+            std::mem::take(&mut state.resident).len() as u64
+        };
         self.changed.notify_all();
         left
     }
@@ -285,6 +285,27 @@ impl TierTextures {
         let count = usize::try_from(budget / texture_bytes)
             .unwrap_or(usize::MAX)
             .min(len);
+        let textures = Self::create_textures(engine, desc, count)?;
+        Ok(Arc::new(Self {
+            textures,
+            state: Mutex::new(TierState {
+                by_pos: HashMap::new(),
+                fills: Vec::new(),
+            }),
+            residency: Arc::new(Residency::new(len)),
+            uploads: AtomicU64::new(0),
+            budget,
+            texture_bytes,
+        }))
+    }
+
+    /// `count` textures like `desc`, each streamed by `engine` with a
+    /// staging buffer of its own per upload.
+    fn create_textures(
+        engine: &UploadEngine,
+        desc: &wgpu::TextureDescriptor<'static>,
+        count: usize,
+    ) -> Result<Vec<StreamedTexture>, crate::PlayError> {
         let options = StreamOptions {
             // A staging buffer from the engine's pool for each upload,
             // given back when it lands: the tier's textures are filled
@@ -297,24 +318,13 @@ impl TierTextures {
             label: Some("gpu frame cache"),
             ..desc.clone()
         };
-        let textures = (0..count)
+        (0..count)
             .map(|_| engine.create_texture_with(&desc, options))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| crate::PlayError::BadOption {
-                field: crate::options::Field::GpuCache,
+                field: crate::error::Field::GpuCache,
                 message: format!("cannot be had: {e}"),
-            })?;
-        Ok(Arc::new(Self {
-            textures,
-            state: Mutex::new(TierState {
-                by_pos: HashMap::new(),
-                fills: Vec::new(),
-            }),
-            residency: Arc::new(Residency::new(len)),
-            uploads: AtomicU64::new(0),
-            budget,
-            texture_bytes,
-        }))
+            })
     }
 
     /// The positions on the device.

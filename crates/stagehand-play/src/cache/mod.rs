@@ -44,6 +44,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+/// How long a fetch waits between asking whether the frame is still worth
+/// waiting for.
+const ASK_EVERY: Duration = Duration::from_millis(4);
+
 /// How a frame cache is sized.
 #[derive(Clone, Copy, Debug)]
 pub struct CacheConfig {
@@ -155,6 +159,48 @@ struct State {
     closed: bool,
 }
 
+impl State {
+    /// Nothing held, claimed or asked for, under a budget of `budget`
+    /// bytes, the playhead at 0.
+    fn empty(budget: u64) -> Self {
+        Self {
+            held: HashMap::new(),
+            aside: HashMap::new(),
+            claimed: HashSet::new(),
+            fetching: HashSet::new(),
+            playhead: 0,
+            consumed: None,
+            on_device: HashSet::new(),
+            stats: CacheStats {
+                budget,
+                ..CacheStats::default()
+            },
+            closed: false,
+        }
+    }
+
+    /// Retains `frame`, of `need` bytes, at `pos`.
+    fn hold(&mut self, pos: usize, frame: Decoded, need: u64) {
+        self.stats.bytes += need;
+        self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.bytes);
+        self.held.insert(pos, frame);
+    }
+
+    /// Sets `frame`, of `need` bytes, aside at `pos` for one fetch, in
+    /// place of any set aside there before.
+    fn set_aside(&mut self, pos: usize, frame: Decoded, need: u64) {
+        self.stats.aside_bytes += need;
+        if let Some(old) = self.aside.insert(pos, frame) {
+            self.stats.aside_bytes -= FrameCache::bytes_of(&old);
+        }
+    }
+
+    /// Whether the frame at `p` is held, set aside or being decoded.
+    fn taken(&self, p: &usize) -> bool {
+        self.held.contains_key(p) || self.aside.contains_key(p) || self.claimed.contains(p)
+    }
+}
+
 /// Decoded frames under a byte budget; see the module documentation.
 pub struct FrameCache {
     config: CacheConfig,
@@ -193,20 +239,7 @@ impl FrameCache {
             skip,
             frame_bytes: frame_bytes.max(1),
             looped: AtomicBool::new(config.looped),
-            state: Mutex::new(State {
-                held: HashMap::new(),
-                aside: HashMap::new(),
-                claimed: HashSet::new(),
-                fetching: HashSet::new(),
-                playhead: 0,
-                consumed: None,
-                on_device: HashSet::new(),
-                stats: CacheStats {
-                    budget: config.budget,
-                    ..CacheStats::default()
-                },
-                closed: false,
-            }),
+            state: Mutex::new(State::empty(config.budget)),
             changed: Condvar::new(),
         }
     }
@@ -348,21 +381,26 @@ impl FrameCache {
     /// only if it would be retained, or, when the budget holds no frame,
     /// while the hand-over has room.
     fn wanted(&self, state: &State) -> Option<usize> {
-        let taken = |p: &usize| {
-            state.held.contains_key(p) || state.aside.contains_key(p) || state.claimed.contains(p)
-        };
         if let Some(&p) = state
             .fetching
             .iter()
-            .find(|&p| !taken(p) && !self.skip.contains(*p))
+            .find(|&p| !state.taken(p) && !self.skip.contains(*p))
         {
             return Some(p);
         }
-        let window = self.window(state);
         let start = usize::from(state.consumed == Some(state.playhead));
+        let (p, frames) = self.next_to_decode(state, start, self.window(state))?;
         let aside_room = self.capacity() == 0 && state.aside.len() < self.config.hand_over;
+        let next = frames == 1;
+        (next || aside_room || self.fits(state, p)).then_some(p)
+    }
+
+    /// The first position from `start` ahead of the playhead (in play
+    /// order) neither taken nor on the device, within `window` frames
+    /// (gaps not counted), with the frames counted to it, itself
+    /// included.
+    fn next_to_decode(&self, state: &State, start: usize, window: usize) -> Option<(usize, usize)> {
         let mut frames = 0;
-        let taken = |p: &usize| taken(p) || state.on_device.contains(p);
         let mut d = start;
         while d < self.len {
             let p = if self.looped() {
@@ -380,11 +418,9 @@ impl FrameCache {
             }
             d += 1;
             frames += 1;
-            if taken(&p) {
-                continue;
+            if !(state.taken(&p) || state.on_device.contains(&p)) {
+                return Some((p, frames));
             }
-            let next = frames == 1;
-            return (next || aside_room || self.fits(state, p)).then_some(p);
         }
         None
     }
@@ -441,6 +477,9 @@ impl FrameCache {
         kept
     }
 
+    /// Puts a decoded frame in at `pos`: retained if it fits (evicting
+    /// less useful frames), else set aside for one fetch. Returns whether
+    /// it was retained.
     fn insert(&self, state: &mut State, pos: usize, frame: Decoded) -> bool {
         if pos >= self.len || state.closed {
             return false;
@@ -449,11 +488,26 @@ impl FrameCache {
         if state.held.contains_key(&pos) {
             return true;
         }
-        let rank = self.rank(state.playhead, pos);
         let played = matches!(self.place(state.playhead, pos), Place::Far(_));
-        // Evict the least useful frames while they are less useful than
-        // this one and it does not fit.
-        while !played && state.stats.bytes + need > self.config.budget {
+        if !played {
+            self.evict_for(state, self.rank(state.playhead, pos), need);
+        }
+        let kept = !played && state.stats.bytes + need <= self.config.budget;
+        if kept {
+            state.hold(pos, frame, need);
+        } else {
+            state.set_aside(pos, frame, need);
+        }
+        let total = state.stats.bytes + state.stats.aside_bytes;
+        state.stats.peak_total_bytes = state.stats.peak_total_bytes.max(total);
+        state.stats.frames = state.held.len() as u64;
+        kept
+    }
+
+    /// Evicts the least useful frames while they are less useful than a
+    /// frame of rank `rank` and `need` bytes, and it does not fit.
+    fn evict_for(&self, state: &mut State, rank: u64, need: u64) {
+        while state.stats.bytes + need > self.config.budget {
             let victim = state
                 .held
                 .keys()
@@ -467,21 +521,6 @@ impl FrameCache {
                 state.stats.evicted += 1;
             }
         }
-        let kept = !played && state.stats.bytes + need <= self.config.budget;
-        if kept {
-            state.stats.bytes += need;
-            state.stats.peak_bytes = state.stats.peak_bytes.max(state.stats.bytes);
-            state.held.insert(pos, frame);
-        } else {
-            state.stats.aside_bytes += need;
-            if let Some(old) = state.aside.insert(pos, frame) {
-                state.stats.aside_bytes -= Self::bytes_of(&old);
-            }
-        }
-        let total = state.stats.bytes + state.stats.aside_bytes;
-        state.stats.peak_total_bytes = state.stats.peak_total_bytes.max(total);
-        state.stats.frames = state.held.len() as u64;
-        kept
     }
 
     /// The frame at `pos` if it is decoded, counting a hit or a miss;
@@ -531,7 +570,6 @@ impl FrameCache {
         pos: usize,
         mut worth_waiting: impl FnMut() -> bool,
     ) -> Result<Result<Arc<Frame>, Arc<PlayError>>, Closed> {
-        const ASK_EVERY: Duration = Duration::from_millis(4);
         let mut state = self.state.lock();
         let mut missed = false;
         loop {
@@ -540,29 +578,40 @@ impl FrameCache {
                 return Err(Closed::Closed);
             }
             if let Some(found) = Self::take(&mut state, pos) {
-                state.fetching.remove(&pos);
-                if missed {
-                    state.stats.misses += 1;
-                } else {
-                    state.stats.hits += 1;
-                }
+                Self::end_fetch(&mut state, pos, missed);
                 drop(state);
                 self.changed.notify_all();
                 return Ok(found);
             }
             // Asked with the lock let go: it may look at the cache itself.
             if missed && !parking_lot::MutexGuard::unlocked(&mut state, &mut worth_waiting) {
-                state.fetching.remove(&pos);
-                state.stats.misses += 1;
+                Self::end_fetch(&mut state, pos, true);
                 return Err(Closed::GaveUp);
             }
             missed = true;
-            if state.fetching.insert(pos) {
-                // Decoders decode it first, wherever the playhead went.
-                self.changed.notify_all();
-            }
-            self.changed.wait_for(&mut state, ASK_EVERY);
+            self.wait_for_decode(&mut state, pos);
         }
+    }
+
+    /// Ends a fetch of `pos`, counting it a miss where it had to wait
+    /// (`missed`), else a hit.
+    fn end_fetch(state: &mut State, pos: usize, missed: bool) {
+        state.fetching.remove(&pos);
+        if missed {
+            state.stats.misses += 1;
+        } else {
+            state.stats.hits += 1;
+        }
+    }
+
+    /// Asks the decoders for `pos` first, where no fetch has yet, and waits
+    /// for a change, or for [`ASK_EVERY`] at most.
+    fn wait_for_decode(&self, state: &mut parking_lot::MutexGuard<'_, State>, pos: usize) {
+        if state.fetching.insert(pos) {
+            // Decoders decode it first, wherever the playhead went.
+            self.changed.notify_all();
+        }
+        self.changed.wait_for(state, ASK_EVERY);
     }
 
     /// The device now holds the frame at `pos` (the GPU tier's upload of

@@ -2,7 +2,7 @@
 //! that costs, and the copy of a frame's texels into staging memory.
 
 use crate::PlayError;
-use crate::options::Field;
+use crate::error::Field;
 use crate::source::{Frame, FrameInfo, SampleType};
 use serde::Serialize;
 

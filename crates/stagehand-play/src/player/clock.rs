@@ -177,11 +177,7 @@ impl WallClock {
     fn due(&self, t: Duration) -> Instant {
         let start = self.start_at();
         let at = t.as_nanos() as i128 + self.state.lock().behind;
-        if at >= 0 {
-            start + Duration::from_nanos(at.min(i128::from(u64::MAX)) as u64)
-        } else {
-            start
-        }
+        start + Duration::from_nanos(at.clamp(0, i128::from(u64::MAX)) as u64)
     }
 
     /// Takes over from another source that stood at `t` when last read,

@@ -20,7 +20,8 @@ use crate::cache::buffers::FrameBuffers;
 use crate::cache::gpu::{GpuCache, Handoff, Place, TierTextures};
 use crate::cache::{CacheConfig, Closed, FrameCache};
 use crate::convert::format::{self, FormatPlan};
-use crate::options::{Field, Mode, PlayOptions};
+use crate::error::Field;
+use crate::options::{Mode, PlayOptions};
 use crate::render::overlay::Overlay;
 use crate::render::{Display, Renderer};
 use crate::source::pattern;
@@ -923,13 +924,11 @@ fn open_movie(
 /// how many frames play.
 #[cfg(feature = "video")]
 fn damage_warning(spec: &Path, movie: &source::movie::Movie) -> Option<String> {
-    movie.damage().map(|d| {
-        format!(
-            "{}: damaged: {d}; playing the {} frames before it",
-            spec.display(),
-            movie.frame_count()
-        )
-    })
+    let frames = movie.frame_count();
+    let spec = spec.display();
+    movie
+        .damage()
+        .map(|d| format!("{spec}: damaged: {d}; playing the {frames} frames before it"))
 }
 
 /// Without the `video` feature, a movie is refused, saying why.

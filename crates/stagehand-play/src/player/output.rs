@@ -18,24 +18,16 @@ impl Output<'_> {
     /// Handles the window's events now; whether the user wants the loop's
     /// attention (commands waiting, or the window closed). Offscreen, never.
     pub(super) fn attention(&mut self) -> bool {
-        match self {
-            Output::Offscreen => false,
-            Output::Window(w) => {
-                w.screen.pump(Duration::ZERO);
-                w.screen.closed() || w.screen.has_commands()
-            }
-        }
+        self.closed() || matches!(self, Output::Window(w) if w.screen.has_commands())
     }
 
     /// Handles the window's events now; whether it was closed.
     pub(super) fn closed(&mut self) -> bool {
-        match self {
-            Output::Offscreen => false,
-            Output::Window(w) => {
-                w.screen.pump(Duration::ZERO);
-                w.screen.closed()
-            }
-        }
+        let Output::Window(w) = self else {
+            return false;
+        };
+        w.screen.pump(Duration::ZERO);
+        w.screen.closed()
     }
 }
 

@@ -20,18 +20,7 @@ impl Blit {
     /// A blit into targets of `format`.
     pub fn new(gpu: &Gpu, format: wgpu::TextureFormat) -> Result<Self> {
         let device = gpu.device();
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("player blit"),
-            entries: &[
-                super::texture_entry(0, wgpu::TextureSampleType::Float { filterable: true }),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 1,
-                    visibility: wgpu::ShaderStages::FRAGMENT,
-                    ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Filtering),
-                    count: None,
-                },
-            ],
-        })?;
+        let layout = super::filtered_texture_layout(gpu, "player blit")?;
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("player blit"),
             bind_group_layouts: &[Some(&*layout)],
@@ -44,12 +33,7 @@ impl Blit {
             ),
         })?;
         let pipeline = super::full_screen_pipeline(gpu, &shader, &pipeline_layout, format, &[])?;
-        let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
-            label: Some("player blit"),
-            mag_filter: wgpu::FilterMode::Linear,
-            min_filter: wgpu::FilterMode::Linear,
-            ..Default::default()
-        })?;
+        let sampler = super::linear_sampler(gpu, "player blit")?;
         Ok(Self {
             pipeline,
             layout,
@@ -75,38 +59,13 @@ impl Blit {
         view: &wgpu::TextureView,
         viewport: (f32, f32, f32, f32),
     ) -> Result<()> {
-        if self.bound.as_ref().is_none_or(|(t, _)| t != picture) {
-            let picture_view = picture.create_view(&Default::default());
-            let bind = gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("player blit"),
-                layout: &self.layout,
-                entries: &[
-                    wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: wgpu::BindingResource::TextureView(&picture_view),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: wgpu::BindingResource::Sampler(&self.sampler),
-                    },
-                ],
-            })?;
-            self.bound = Some((picture.clone(), bind));
-        }
+        self.bind_picture(gpu, picture)?;
         let Some((_, bind)) = &self.bound else {
             unreachable!("bound just above");
         };
         let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
             label: Some("player blit"),
-            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                view,
-                depth_slice: None,
-                resolve_target: None,
-                ops: wgpu::Operations {
-                    load: wgpu::LoadOp::Load,
-                    store: wgpu::StoreOp::Store,
-                },
-            })],
+            color_attachments: &[Some(kept(view))],
             ..Default::default()
         });
         let (x, y, w, h) = viewport;
@@ -115,5 +74,35 @@ impl Blit {
         pass.set_bind_group(0, Some(&**bind), &[]);
         pass.draw(0..3, 0..1);
         Ok(())
+    }
+
+    /// Makes the bind group that draws `picture`, unless the one made
+    /// last draws it.
+    fn bind_picture(&mut self, gpu: &Gpu, picture: &wgpu::Texture) -> Result<()> {
+        if self.bound.as_ref().is_none_or(|(t, _)| t != picture) {
+            let picture_view = picture.create_view(&Default::default());
+            let bind = super::filtered_texture_bind(
+                gpu,
+                "player blit",
+                &self.layout,
+                &picture_view,
+                &self.sampler,
+            )?;
+            self.bound = Some((picture.clone(), bind));
+        }
+        Ok(())
+    }
+}
+
+/// The target's attachment, keeping what it holds outside the draw.
+fn kept(view: &wgpu::TextureView) -> wgpu::RenderPassColorAttachment<'_> {
+    wgpu::RenderPassColorAttachment {
+        view,
+        depth_slice: None,
+        resolve_target: None,
+        ops: wgpu::Operations {
+            load: wgpu::LoadOp::Load,
+            store: wgpu::StoreOp::Store,
+        },
     }
 }

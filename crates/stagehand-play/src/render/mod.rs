@@ -77,6 +77,10 @@ struct Program {
 }
 
 impl Program {
+    /// The program that draws frames of `frame_size` in `frame_format`,
+    /// read through `layout`, into targets of `format`: through `display`
+    /// for RGBA frames, converted (and upscaled where that pays) for
+    /// `yuv` ones.
     fn new(
         gpu: &Gpu,
         layout: &wgpu::BindGroupLayout,
@@ -86,23 +90,8 @@ impl Program {
         display: Option<Display>,
         yuv: Option<Yuv>,
     ) -> Result<Self> {
-        let device = gpu.device();
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("play"),
-            bind_group_layouts: &[Some(layout)],
-            immediate_size: 0,
-        })?;
-        let source = match yuv {
-            Some(_) => yuv::shader(frame_format),
-            None => concat!(
-                include_str!("fullscreen.wgsl"),
-                include_str!("display.wgsl")
-            ),
-        };
-        let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("play display"),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
-        })?;
+        let pipeline_layout = Self::pipeline_layout(gpu, layout)?;
+        let shader = Self::shader(gpu, frame_format, yuv.is_some())?;
         let constants = match &yuv {
             Some(y) => yuv::constants(y, frame_size.0, frame_size.1, frame_format),
             None => Display::constants(display).to_vec(),
@@ -123,6 +112,41 @@ impl Program {
             pipeline,
             upscale,
         })
+    }
+
+    /// The pipeline layout: one bind group, of `layout`.
+    fn pipeline_layout(
+        gpu: &Gpu,
+        layout: &wgpu::BindGroupLayout,
+    ) -> Result<Tracked<wgpu::PipelineLayout>> {
+        gpu.device()
+            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some("play"),
+                bind_group_layouts: &[Some(layout)],
+                immediate_size: 0,
+            })
+    }
+
+    /// The shader for frames in `frame_format`: the Y'CbCr conversion for
+    /// a movie's planes (`yuv`), else the display transform.
+    fn shader(
+        gpu: &Gpu,
+        frame_format: wgpu::TextureFormat,
+        yuv: bool,
+    ) -> Result<Tracked<wgpu::ShaderModule>> {
+        let source = if yuv {
+            yuv::shader(frame_format)
+        } else {
+            concat!(
+                include_str!("fullscreen.wgsl"),
+                include_str!("display.wgsl")
+            )
+        };
+        gpu.device()
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("play display"),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            })
     }
 }
 
@@ -304,20 +328,9 @@ impl Renderer {
         frame: Option<Frame<'_>>,
         overlay: Option<(&overlay::Overlay, bool)>,
     ) -> Result<()> {
-        let (view, size) = target.unwrap_or((
-            &self.output_view,
-            (self.output.width(), self.output.height()),
-        ));
-        let area = match overlay {
-            Some(_) => (size.0, size.1.saturating_sub(overlay::BAR_HEIGHT)),
-            None => size,
-        };
-        let picture = (area.0 > 0 && area.1 > 0).then(|| letterbox(self.frame_size, area));
-        let frame = frame.zip(picture);
-        let upscale = frame.and_then(|(_, (_, _, w, h))| {
-            let upscale = self.upscale.as_ref()?;
-            Upscale::pays(self.frame_size, (w as u32, h as u32)).then_some(upscale)
-        });
+        let (view, size) = target.unwrap_or((&self.output_view, self.output_size()));
+        let frame = frame.zip(self.picture_viewport(size, overlay.is_some()));
+        let upscale = frame.and_then(|(_, (_, _, w, h))| self.upscale_for((w as u32, h as u32)));
         let mut encoder = gpu.device().create_command_encoder(&Default::default())?;
         if let (Some(upscale), Some((frame, _))) = (upscale, frame) {
             upscale.convert(&mut encoder, frame.bind, frame.id);
@@ -328,16 +341,8 @@ impl Renderer {
                 color_attachments: &[Some(cleared(view))],
                 ..Default::default()
             });
-            if let Some((frame, (x, y, w, h))) = frame {
-                pass.set_viewport(x, y, w, h, 0.0, 1.0);
-                match upscale {
-                    Some(upscale) => upscale.draw(&mut pass),
-                    None => {
-                        pass.set_pipeline(&self.pipeline);
-                        pass.set_bind_group(0, Some(frame.bind), &[]);
-                        pass.draw(0..3, 0..1);
-                    }
-                }
+            if let Some((frame, viewport)) = frame {
+                self.draw_picture(&mut pass, frame, viewport, upscale);
             }
             if let Some((overlay, hud)) = overlay {
                 overlay.draw(&mut pass, size, hud);
@@ -345,6 +350,52 @@ impl Renderer {
         }
         gpu.queue().submit([encoder.finish()?])?;
         Ok(())
+    }
+
+    /// The offscreen target's size.
+    fn output_size(&self) -> (u32, u32) {
+        (self.output.width(), self.output.height())
+    }
+
+    /// Where the picture goes in a target of `size` (x, y, width, height),
+    /// above the timeline strip where there is an `overlay`; `None` where
+    /// no room is left for it.
+    fn picture_viewport(&self, size: (u32, u32), overlay: bool) -> Option<(f32, f32, f32, f32)> {
+        let area = if overlay {
+            (size.0, size.1.saturating_sub(overlay::BAR_HEIGHT))
+        } else {
+            size
+        };
+        (area.0 > 0 && area.1 > 0).then(|| letterbox(self.frame_size, area))
+    }
+
+    /// The upscale to draw a picture of `picture` pixels through, where
+    /// there is one and converting first pays.
+    fn upscale_for(&self, picture: (u32, u32)) -> Option<&Upscale> {
+        let upscale = self.upscale.as_ref()?;
+        Upscale::pays(self.frame_size, picture).then_some(upscale)
+    }
+
+    /// Draws `frame` into `pass` at `viewport` (x, y, width, height):
+    /// through `upscale`'s converted picture where given, else with this
+    /// renderer's pipeline.
+    fn draw_picture(
+        &self,
+        pass: &mut wgpu::RenderPass<'_>,
+        frame: Frame<'_>,
+        viewport: (f32, f32, f32, f32),
+        upscale: Option<&Upscale>,
+    ) {
+        let (x, y, w, h) = viewport;
+        pass.set_viewport(x, y, w, h, 0.0, 1.0);
+        match upscale {
+            Some(upscale) => upscale.draw(pass),
+            None => {
+                pass.set_pipeline(&self.pipeline);
+                pass.set_bind_group(0, Some(frame.bind), &[]);
+                pass.draw(0..3, 0..1);
+            }
+        }
     }
 
     /// Reads back what the last draw put in the offscreen target into a
@@ -523,6 +574,59 @@ pub(crate) fn texture_entry(
         },
         count: None,
     }
+}
+
+/// A bind group layout of a filterable 2-D texture at 0 and a filtering
+/// sampler at 1.
+fn filtered_texture_layout(gpu: &Gpu, label: &str) -> Result<Tracked<wgpu::BindGroupLayout>> {
+    gpu.device()
+        .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(label),
+            entries: &[
+                texture_entry(0, wgpu::TextureSampleType::Float { filterable: true }),
+                wgpu::BindGroupLayoutEntry {
+                    binding: 1,
+                    visibility: wgpu::ShaderStages::FRAGMENT,
+                    ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Filtering),
+                    count: None,
+                },
+            ],
+        })
+}
+
+/// A sampler that filters linearly, magnifying and minifying.
+fn linear_sampler(gpu: &Gpu, label: &str) -> Result<Tracked<wgpu::Sampler>> {
+    gpu.device().create_sampler(&wgpu::SamplerDescriptor {
+        label: Some(label),
+        mag_filter: wgpu::FilterMode::Linear,
+        min_filter: wgpu::FilterMode::Linear,
+        ..Default::default()
+    })
+}
+
+/// A bind group of a [`filtered_texture_layout`]: `view` at 0, `sampler`
+/// at 1.
+fn filtered_texture_bind(
+    gpu: &Gpu,
+    label: &str,
+    layout: &wgpu::BindGroupLayout,
+    view: &wgpu::TextureView,
+    sampler: &wgpu::Sampler,
+) -> Result<Tracked<wgpu::BindGroup>> {
+    gpu.device().create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(label),
+        layout,
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::TextureView(view),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: wgpu::BindingResource::Sampler(sampler),
+            },
+        ],
+    })
 }
 
 /// A fragment-stage binding of a uniform buffer.

@@ -154,38 +154,9 @@ impl Overlay {
     /// are written as they are).
     pub fn new(gpu: &Gpu, format: wgpu::TextureFormat) -> Result<Self> {
         debug_assert!(!format.is_srgb(), "overlay colours are not encoded");
-        let device = gpu.device();
-        let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("overlay"),
-            source: wgpu::ShaderSource::Wgsl(
-                concat!(
-                    include_str!("fullscreen.wgsl"),
-                    include_str!("overlay.wgsl")
-                )
-                .into(),
-            ),
-        })?;
-        let bar_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("overlay bar"),
-            entries: &[
-                texture_entry(0, wgpu::TextureSampleType::Uint),
-                uniform_entry(1),
-            ],
-        })?;
-        let coverage = wgpu::TextureSampleType::Float { filterable: false };
-        let text_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("overlay text"),
-            entries: &[texture_entry(2, coverage)],
-        })?;
-        let shaded = Shaded {
-            gpu,
-            shader: &shader,
-            format,
-        };
-        let bar_pipeline = shaded.pipeline("fs_bar", Some(&bar_layout), None)?;
-        let playhead_pipeline = shaded.pipeline("fs_playhead", None, None)?;
-        let blend = Some(wgpu::BlendState::ALPHA_BLENDING);
-        let text_pipeline = shaded.pipeline("fs_text", Some(&text_layout), blend)?;
+        let (bar_layout, text_layout) = Self::layouts(gpu)?;
+        let [bar_pipeline, playhead_pipeline, text_pipeline] =
+            Self::pipelines(gpu, format, &bar_layout, &text_layout)?;
         let (cells, params, bar_bind) = Self::bar_resources(gpu, &bar_layout)?;
         Ok(Self {
             bar_pipeline,
@@ -204,6 +175,63 @@ impl Overlay {
         })
     }
 
+    /// The bind group layouts of the strip (its cell texture and uniform
+    /// block) and of the text box (its coverage texture).
+    fn layouts(
+        gpu: &Gpu,
+    ) -> Result<(
+        Tracked<wgpu::BindGroupLayout>,
+        Tracked<wgpu::BindGroupLayout>,
+    )> {
+        let device = gpu.device();
+        let bar_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("overlay bar"),
+            entries: &[
+                texture_entry(0, wgpu::TextureSampleType::Uint),
+                uniform_entry(1),
+            ],
+        })?;
+        let coverage = wgpu::TextureSampleType::Float { filterable: false };
+        let text_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("overlay text"),
+            entries: &[texture_entry(2, coverage)],
+        })?;
+        Ok((bar_layout, text_layout))
+    }
+
+    /// The strip's, the playhead's and the text box's pipelines, drawing
+    /// into targets of `format`.
+    fn pipelines(
+        gpu: &Gpu,
+        format: wgpu::TextureFormat,
+        bar_layout: &wgpu::BindGroupLayout,
+        text_layout: &wgpu::BindGroupLayout,
+    ) -> Result<[Tracked<wgpu::RenderPipeline>; 3]> {
+        let shader = gpu
+            .device()
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("overlay"),
+                source: wgpu::ShaderSource::Wgsl(
+                    concat!(
+                        include_str!("fullscreen.wgsl"),
+                        include_str!("overlay.wgsl")
+                    )
+                    .into(),
+                ),
+            })?;
+        let shaded = Shaded {
+            gpu,
+            shader: &shader,
+            format,
+        };
+        let blend = Some(wgpu::BlendState::ALPHA_BLENDING);
+        Ok([
+            shaded.pipeline("fs_bar", Some(bar_layout), None)?,
+            shaded.pipeline("fs_playhead", None, None)?,
+            shaded.pipeline("fs_text", Some(text_layout), blend)?,
+        ])
+    }
+
     /// The strip's cell texture, uniform buffer (written with no cells)
     /// and their bind group.
     fn bar_resources(
@@ -219,13 +247,7 @@ impl Overlay {
         let size = (CELL_ROW, CELL_ROW);
         let format = wgpu::TextureFormat::R8Uint;
         let cells = device.create_texture(&texture_2d("overlay cells", size, format, usage))?;
-        let params = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("overlay bar"),
-            size: PARAMS_BYTES as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        })?;
-        gpu.queue().write_buffer(&params, 0, &bar_params(0));
+        let params = Self::bar_params_buffer(gpu)?;
         let view = device.create_texture_view(&cells, &Default::default())?;
         let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("overlay bar"),
@@ -242,6 +264,18 @@ impl Overlay {
             ],
         })?;
         Ok((cells, params, bind))
+    }
+
+    /// The strip's uniform buffer, written with no cells.
+    fn bar_params_buffer(gpu: &Gpu) -> Result<Tracked<wgpu::Buffer>> {
+        let params = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("overlay bar"),
+            size: PARAMS_BYTES as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })?;
+        gpu.queue().write_buffer(&params, 0, &bar_params(0));
+        Ok(params)
     }
 
     /// Sets the HUD's lines; re-rasterised and uploaded only when they or
@@ -603,17 +637,7 @@ pub fn timeline_texels(
     on_device: &[usize],
 ) -> Vec<Cell> {
     let texels = len.min(MAX_TEXELS);
-    let mut device = vec![0usize; texels];
-    let mut ram = vec![0usize; texels];
-    let mut seen = std::collections::HashSet::with_capacity(on_device.len());
-    for &p in on_device.iter().filter(|&&p| p < len) {
-        if seen.insert(p) {
-            device[texel_of(p, len, texels)] += 1;
-        }
-    }
-    for &p in held.iter().filter(|&&p| p < len && !seen.contains(&p)) {
-        ram[texel_of(p, len, texels)] += 1;
-    }
+    let (device, ram) = tier_counts(len, texels, held, on_device);
     (0..texels)
         .map(|t| {
             // The positions whose texel is t: from ceil(t len / texels).
@@ -630,6 +654,29 @@ pub fn timeline_texels(
             }
         })
         .collect()
+}
+
+/// Positions of a timeline of `len` on the device and (only) in RAM, per
+/// texel of `texels`: `held` and `on_device` as [`timeline_texels`] takes
+/// them, each position counted once.
+fn tier_counts(
+    len: usize,
+    texels: usize,
+    held: &[usize],
+    on_device: &[usize],
+) -> (Vec<usize>, Vec<usize>) {
+    let mut device = vec![0usize; texels];
+    let mut ram = vec![0usize; texels];
+    let mut seen = std::collections::HashSet::with_capacity(on_device.len());
+    for &p in on_device.iter().filter(|&&p| p < len) {
+        if seen.insert(p) {
+            device[texel_of(p, len, texels)] += 1;
+        }
+    }
+    for &p in held.iter().filter(|&&p| p < len && !seen.contains(&p)) {
+        ram[texel_of(p, len, texels)] += 1;
+    }
+    (device, ram)
 }
 
 /// The playhead's columns on a strip `width` pixels wide (at least 1):

@@ -24,7 +24,7 @@
 
 use std::cell::Cell;
 
-use super::{texture_2d, texture_entry};
+use super::{filtered_texture_bind, filtered_texture_layout, linear_sampler, texture_2d};
 use stagehand_gpu::diag::Tracked;
 use stagehand_gpu::{CommandEncoder, Gpu, Result};
 
@@ -83,38 +83,9 @@ impl Upscale {
         let texture =
             device.create_texture(&texture_2d("play converted", frame_size, format, usage))?;
         let view = device.create_texture_view(&texture, &Default::default())?;
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("play converted"),
-            entries: &[
-                texture_entry(0, wgpu::TextureSampleType::Float { filterable: true }),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 1,
-                    visibility: wgpu::ShaderStages::FRAGMENT,
-                    ty: wgpu::BindingType::Sampler(wgpu::SamplerBindingType::Filtering),
-                    count: None,
-                },
-            ],
-        })?;
-        let sampler = device.create_sampler(&wgpu::SamplerDescriptor {
-            label: Some("play converted"),
-            mag_filter: wgpu::FilterMode::Linear,
-            min_filter: wgpu::FilterMode::Linear,
-            ..Default::default()
-        })?;
-        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("play converted"),
-            layout: &layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: wgpu::BindingResource::TextureView(&view),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: wgpu::BindingResource::Sampler(&sampler),
-                },
-            ],
-        })?;
+        let layout = filtered_texture_layout(gpu, "play converted")?;
+        let sampler = linear_sampler(gpu, "play converted")?;
+        let bind = filtered_texture_bind(gpu, "play converted", &layout, &view, &sampler)?;
         let scale = Self::scale_pipeline(gpu, &layout, target)?;
         Ok(Self {
             _texture: texture,

@@ -131,36 +131,22 @@ fn plan(path: &Path, headers: &[Header]) -> Result<Plan, PlayError> {
         super::check_side(path, &plan.info)?;
         return Ok(plan);
     }
+    Err(unsupported(unreadable_reason(flat, &names)))
+}
+
+/// Why no part of a file can be read: all its parts are deep, or none has
+/// RGB or Y channels (`names`: the channels the flat parts have).
+fn unreadable_reason(flat: bool, names: &[String]) -> String {
     if !flat {
-        return Err(unsupported(
-            "deep data (the player reads flat images only)".into(),
-        ));
+        return "deep data (the player reads flat images only)".into();
     }
-    Err(unsupported(format!(
-        "no RGB or Y channels (it has: {})",
-        names.join(", ")
-    )))
+    format!("no RGB or Y channels (it has: {})", names.join(", "))
 }
 
 /// Refuses what the player does not read in a part: HTJ2K compression,
 /// subsampled channels, 32-bit unsigned integers among those `chosen`.
 fn check_layer(header: &Header, chosen: &[usize]) -> Result<(), String> {
-    // Every compression named, so a new one is a decision, not a default.
-    match header.compression {
-        Compression::Uncompressed
-        | Compression::RLE
-        | Compression::ZIP1
-        | Compression::ZIP16
-        | Compression::PIZ
-        | Compression::PXR24
-        | Compression::B44
-        | Compression::B44A
-        | Compression::DWAA(_)
-        | Compression::DWAB(_) => {}
-        Compression::HTJ2K32 | Compression::HTJ2K256 => {
-            return Err("HTJ2K compression is not supported".into());
-        }
-    }
+    check_compression(&header.compression)?;
     let list = &header.channels.list;
     if let Some(c) = list.iter().find(|c| c.sampling != Vec2(1, 1)) {
         return Err(format!(
@@ -178,27 +164,32 @@ fn check_layer(header: &Header, chosen: &[usize]) -> Result<(), String> {
     Ok(())
 }
 
+/// Refuses a compression the player does not read (HTJ2K).
+fn check_compression(compression: &Compression) -> Result<(), String> {
+    // Every compression named, so a new one is a decision, not a default.
+    match compression {
+        Compression::Uncompressed
+        | Compression::RLE
+        | Compression::ZIP1
+        | Compression::ZIP16
+        | Compression::PIZ
+        | Compression::PXR24
+        | Compression::B44
+        | Compression::B44A
+        | Compression::DWAA(_)
+        | Compression::DWAB(_) => Ok(()),
+        Compression::HTJ2K32 | Compression::HTJ2K256 => {
+            Err("HTJ2K compression is not supported".into())
+        }
+    }
+}
+
 /// The plan for reading `chosen` (channel indices, in output order) from one
 /// part, or why it cannot be read.
 fn plan_layer(layer: usize, header: &Header, chosen: &[usize]) -> Result<Plan, String> {
     check_layer(header, chosen)?;
     let list = &header.channels.list;
-    let sample = if chosen
-        .iter()
-        .all(|&i| list[i].sample_type == ExrSample::F16)
-    {
-        SampleType::F16
-    } else {
-        SampleType::F32
-    };
-    let size = |n: usize| u32::try_from(n).map_err(|_| format!("data window {n} pixels wide"));
-    let info = FrameInfo {
-        width: size(header.layer_size.0)?,
-        height: size(header.layer_size.1)?,
-        channels: chosen.len() as u8,
-        sample,
-        yuv: None,
-    };
+    let info = layer_info(header, chosen)?;
     let before = |i: usize| -> usize {
         list[..i]
             .iter()
@@ -217,6 +208,28 @@ fn plan_layer(layer: usize, header: &Header, chosen: &[usize]) -> Result<Plan, S
     })
 }
 
+/// The frame read from `chosen` channels of one part: its data window's
+/// size, half samples where every chosen channel is half, else float.
+fn layer_info(header: &Header, chosen: &[usize]) -> Result<FrameInfo, String> {
+    let list = &header.channels.list;
+    let sample = if chosen
+        .iter()
+        .all(|&i| list[i].sample_type == ExrSample::F16)
+    {
+        SampleType::F16
+    } else {
+        SampleType::F32
+    };
+    let size = |n: usize| u32::try_from(n).map_err(|_| format!("data window {n} pixels wide"));
+    Ok(FrameInfo {
+        width: size(header.layer_size.0)?,
+        height: size(header.layer_size.1)?,
+        channels: chosen.len() as u8,
+        sample,
+        yuv: None,
+    })
+}
+
 /// The channels to read from a part, in output order (R, G, B[, A] or
 /// Y[, A]), as indices into its channel list; `None` if it has neither RGB
 /// nor Y. Channels without a layer prefix are preferred, then layers in the
@@ -230,30 +243,43 @@ fn choose_channels(channels: &ChannelList) -> Option<Vec<usize>> {
         }
     };
     let parts: Vec<(String, String)> = names.iter().map(|n| split(n)).collect();
+    layers_in(&parts)
+        .into_iter()
+        .find_map(|layer| layer_channels(&parts, layer))
+}
+
+/// The layers of a part's channels (each split into layer and channel
+/// name): the channels without a prefix first, then each layer in the
+/// order its first channel appears.
+fn layers_in(parts: &[(String, String)]) -> Vec<&str> {
     let mut layers: Vec<&str> = Vec::new();
     if parts.iter().any(|(layer, _)| layer.is_empty()) {
         layers.push("");
     }
-    for (layer, _) in &parts {
+    for (layer, _) in parts {
         if !layers.contains(&layer.as_str()) {
             layers.push(layer);
         }
     }
-    layers.into_iter().find_map(|layer| {
-        let find = |want: &str| {
-            parts
-                .iter()
-                .position(|(l, c)| l == layer && c.eq_ignore_ascii_case(want))
-        };
-        let alpha = find("A");
-        let mut chosen = match (find("R"), find("G"), find("B"), find("Y")) {
-            (Some(r), Some(g), Some(b), _) => vec![r, g, b],
-            (_, _, _, Some(y)) => vec![y],
-            _ => return None,
-        };
-        chosen.extend(alpha);
-        Some(chosen)
-    })
+    layers
+}
+
+/// The channels of one layer to read, in output order (R, G, B[, A] or
+/// Y[, A]); `None` if it has neither RGB nor Y.
+fn layer_channels(parts: &[(String, String)], layer: &str) -> Option<Vec<usize>> {
+    let find = |want: &str| {
+        parts
+            .iter()
+            .position(|(l, c)| l == layer && c.eq_ignore_ascii_case(want))
+    };
+    let alpha = find("A");
+    let mut chosen = match (find("R"), find("G"), find("B"), find("Y")) {
+        (Some(r), Some(g), Some(b), _) => vec![r, g, b],
+        (_, _, _, Some(y)) => vec![y],
+        _ => return None,
+    };
+    chosen.extend(alpha);
+    Some(chosen)
 }
 
 /// Writes the chosen channels of one decompressed block into the frame.
@@ -263,19 +289,11 @@ fn choose_channels(channels: &ChannelList) -> Option<Vec<usize>> {
 /// is the block's width). Each frame row is written once, all its channels
 /// interleaved in one pass.
 fn interleave(plan: &Plan, block: &UncompressedBlock, out: &mut [u8]) -> exr::error::UnitResult {
-    let invalid = |what: &'static str| exr::error::Error::Invalid(what.into());
+    let src_row = block_row_bytes(plan, block)?;
     let width = plan.info.width as usize;
-    let height = plan.info.height as usize;
     let pixel = plan.info.channels as usize * plan.info.sample.bytes();
     let Vec2(x, y) = block.index.pixel_position;
     let Vec2(w, h) = block.index.pixel_size;
-    if x > width || w > width - x || y > height || h > height - y {
-        return Err(invalid("a block lies outside the data window"));
-    }
-    let src_row = w * plan.file_pixel;
-    if block.data.len() != src_row * h {
-        return Err(invalid("a block's size does not match its channels"));
-    }
     let same = plan
         .sources
         .iter()
@@ -288,19 +306,43 @@ fn interleave(plan: &Plan, block: &UncompressedBlock, out: &mut [u8]) -> exr::er
             let at = w * before;
             *line = &src[at..at + w * stored.bytes_per_sample()];
         }
-        match (same, plan.info.sample.bytes(), plan.sources.len()) {
-            (true, 2, 1) => interleave_row::<1, 2>(dst, [lines[0]]),
-            (true, 2, 2) => interleave_row::<2, 2>(dst, [lines[0], lines[1]]),
-            (true, 2, 3) => interleave_row::<3, 2>(dst, [lines[0], lines[1], lines[2]]),
-            (true, 2, 4) => interleave_row::<4, 2>(dst, lines),
-            (true, 4, 1) => interleave_row::<1, 4>(dst, [lines[0]]),
-            (true, 4, 2) => interleave_row::<2, 4>(dst, [lines[0], lines[1]]),
-            (true, 4, 3) => interleave_row::<3, 4>(dst, [lines[0], lines[1], lines[2]]),
-            (true, 4, 4) => interleave_row::<4, 4>(dst, lines),
-            _ => widen_row(dst, &lines[..plan.sources.len()], &plan.sources),
-        }
+        interleave_lines(dst, lines, plan, same);
     }
     Ok(())
+}
+
+/// Checks that a block lies inside the data window and holds the bytes its
+/// channels need; the bytes of one of its rows.
+fn block_row_bytes(plan: &Plan, block: &UncompressedBlock) -> Result<usize, exr::error::Error> {
+    let invalid = |what: &'static str| exr::error::Error::Invalid(what.into());
+    let width = plan.info.width as usize;
+    let height = plan.info.height as usize;
+    let Vec2(x, y) = block.index.pixel_position;
+    let Vec2(w, h) = block.index.pixel_size;
+    if x > width || w > width - x || y > height || h > height - y {
+        return Err(invalid("a block lies outside the data window"));
+    }
+    let src_row = w * plan.file_pixel;
+    if block.data.len() != src_row * h {
+        return Err(invalid("a block's size does not match its channels"));
+    }
+    Ok(src_row)
+}
+
+/// Writes one row's channel lines into `dst` as pixels: copied where every
+/// channel is stored at the frame's sample size (`same`), widened where not.
+fn interleave_lines(dst: &mut [u8], lines: [&[u8]; 4], plan: &Plan, same: bool) {
+    match (same, plan.info.sample.bytes(), plan.sources.len()) {
+        (true, 2, 1) => interleave_row::<1, 2>(dst, [lines[0]]),
+        (true, 2, 2) => interleave_row::<2, 2>(dst, [lines[0], lines[1]]),
+        (true, 2, 3) => interleave_row::<3, 2>(dst, [lines[0], lines[1], lines[2]]),
+        (true, 2, 4) => interleave_row::<4, 2>(dst, lines),
+        (true, 4, 1) => interleave_row::<1, 4>(dst, [lines[0]]),
+        (true, 4, 2) => interleave_row::<2, 4>(dst, [lines[0], lines[1]]),
+        (true, 4, 3) => interleave_row::<3, 4>(dst, [lines[0], lines[1], lines[2]]),
+        (true, 4, 4) => interleave_row::<4, 4>(dst, lines),
+        _ => widen_row(dst, &lines[..plan.sources.len()], &plan.sources),
+    }
 }
 
 /// Interleaves `N` lines of `S`-byte samples into a row of pixels.

@@ -141,13 +141,12 @@ pub fn decode_into(
 /// A frame larger than [`MAX_SIDE`] a side is refused, before its size
 /// is used for anything (decoding refuses it too).
 pub fn probe(path: &Path) -> Result<FrameInfo, PlayError> {
-    guard::guarded(path, || {
-        if is_exr(path) {
-            exr::probe(path)
-        } else {
-            image::probe(path)
-        }
-    })
+    let probe = if is_exr(path) {
+        exr::probe
+    } else {
+        image::probe
+    };
+    guard::guarded(path, || probe(path))
 }
 
 /// Longest side of a frame, in pixels: twice what any GPU's textures

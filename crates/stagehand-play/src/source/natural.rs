@@ -13,13 +13,7 @@ pub fn natural_cmp(a: &str, b: &str) -> Ordering {
             (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
                 let (na, ra) = split_digits(a);
                 let (nb, rb) = split_digits(b);
-                let by_value = na
-                    .trim_start_matches('0')
-                    .len()
-                    .cmp(&nb.trim_start_matches('0').len());
-                let order = by_value
-                    .then_with(|| na.trim_start_matches('0').cmp(nb.trim_start_matches('0')))
-                    .then(na.len().cmp(&nb.len()));
+                let order = compare_digits(na, nb);
                 if order != Ordering::Equal {
                     return order;
                 }
@@ -35,6 +29,19 @@ pub fn natural_cmp(a: &str, b: &str) -> Ordering {
     }
 }
 
+/// Compares two runs of digits by their value, then the shorter (fewer
+/// leading zeros) first.
+fn compare_digits(na: &str, nb: &str) -> Ordering {
+    let by_value = na
+        .trim_start_matches('0')
+        .len()
+        .cmp(&nb.trim_start_matches('0').len());
+    by_value
+        .then_with(|| na.trim_start_matches('0').cmp(nb.trim_start_matches('0')))
+        .then(na.len().cmp(&nb.len()))
+}
+
+/// Splits a name at the end of its leading run of digits.
 fn split_digits(s: &str) -> (&str, &str) {
     let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     s.split_at(end)

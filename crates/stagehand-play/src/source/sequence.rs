@@ -90,37 +90,8 @@ impl Sequence {
     /// `range` (first and last, inclusive); see the [module](self) for the
     /// rules and errors.
     pub fn open(spec: &Path, range: Option<(i64, i64)>) -> Result<Self, PlayError> {
-        if let Some((first, last)) = range.filter(|(first, last)| first > last) {
-            return Err(PlayError::BadOption {
-                field: crate::options::Field::Range,
-                message: format!("{first}-{last}: the first frame is after the last"),
-            });
-        }
-        let files = match std::fs::metadata(spec) {
-            Ok(meta) if meta.is_dir() => list_folder(spec)?,
-            Ok(_) => single_file(spec)?,
-            Err(error) => {
-                let pattern = spec
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .map(Pattern::parse)
-                    .transpose()
-                    .map_err(|reason| {
-                        PlayError::InvalidOption(format!("{}: {reason}", spec.display()))
-                    })?
-                    .flatten();
-                match pattern {
-                    Some(pattern) => list_pattern(spec, &pattern)?,
-                    None => {
-                        return Err(PlayError::Io {
-                            path: spec.to_owned(),
-                            reason: error.to_string(),
-                        });
-                    }
-                }
-            }
-        };
-        let files = match files {
+        check_range_order(range)?;
+        let files = match list_files(spec)? {
             Files::Numbered(files) => numbered_entries(spec, files, range)?,
             Files::Unnumbered(files) => unnumbered_entries(spec, files, range)?,
         };
@@ -186,10 +157,7 @@ impl Sequence {
     /// Position `pos`: its number (where names carry them) and its file
     /// (`None` for a gap); `None` past the end.
     pub fn entry(&self, pos: usize) -> Option<SequenceEntry> {
-        if pos >= self.len {
-            return None;
-        }
-        Some(SequenceEntry {
+        (pos < self.len).then(|| SequenceEntry {
             number: self.number(pos),
             path: self.path(pos).map(Path::to_owned),
         })
@@ -240,6 +208,45 @@ impl Sequence {
     fn first_number(&self) -> Option<i64> {
         self.files.first()?.number
     }
+}
+
+/// Refuses a range whose first frame is after its last.
+fn check_range_order(range: Option<(i64, i64)>) -> Result<(), PlayError> {
+    match range.filter(|(first, last)| first > last) {
+        Some((first, last)) => Err(PlayError::BadOption {
+            field: crate::error::Field::Range,
+            message: format!("{first}-{last}: the first frame is after the last"),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The files `spec` names: a folder's, one file's, or, where no such path
+/// exists, those of the pattern its name holds.
+fn list_files(spec: &Path) -> Result<Files, PlayError> {
+    match std::fs::metadata(spec) {
+        Ok(meta) if meta.is_dir() => list_folder(spec),
+        Ok(_) => single_file(spec),
+        Err(error) => match spec_pattern(spec)? {
+            Some(pattern) => list_pattern(spec, &pattern),
+            None => Err(PlayError::Io {
+                path: spec.to_owned(),
+                reason: error.to_string(),
+            }),
+        },
+    }
+}
+
+/// The pattern of `spec`'s file name: `None` where it has no placeholder,
+/// an error where it has more than one.
+fn spec_pattern(spec: &Path) -> Result<Option<Pattern>, PlayError> {
+    let pattern = spec
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(Pattern::parse)
+        .transpose()
+        .map_err(|reason| PlayError::InvalidOption(format!("{}: {reason}", spec.display())))?;
+    Ok(pattern.flatten())
 }
 
 /// The files found, before a range and gaps are applied.
@@ -314,26 +321,7 @@ impl Pattern {
     /// Reads the placeholder of a file name: `Ok(None)` where it has none,
     /// an error where it has more than one.
     fn parse(name: &str) -> Result<Option<Self>, String> {
-        let bytes = name.as_bytes();
-        let mut found: Vec<(usize, usize, Option<usize>)> = Vec::new();
-        let mut i = 0;
-        while i < bytes.len() {
-            match bytes[i] {
-                c @ (b'#' | b'@') => {
-                    let run = bytes[i..].iter().take_while(|&&b| b == c).count();
-                    found.push((i, i + run, Some(run)));
-                    i += run;
-                }
-                b'%' => match printf_width(&name[i + 1..]) {
-                    Some((len, width)) => {
-                        found.push((i, i + 1 + len, width));
-                        i += 1 + len;
-                    }
-                    None => i += 1,
-                },
-                _ => i += 1,
-            }
-        }
+        let found = placeholders(name);
         match found.as_slice() {
             [] => Ok(None),
             &[(start, end, width)] => Ok(Some(Self {
@@ -361,6 +349,32 @@ impl Pattern {
         }
         Some((digits, digits.parse().ok()?))
     }
+}
+
+/// The placeholders of a file name: where each starts and ends, and its
+/// width (`None` for any width).
+fn placeholders(name: &str) -> Vec<(usize, usize, Option<usize>)> {
+    let bytes = name.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            c @ (b'#' | b'@') => {
+                let run = bytes[i..].iter().take_while(|&&b| b == c).count();
+                found.push((i, i + run, Some(run)));
+                i += run;
+            }
+            b'%' => match printf_width(&name[i + 1..]) {
+                Some((len, width)) => {
+                    found.push((i, i + 1 + len, width));
+                    i += 1 + len;
+                }
+                None => i += 1,
+            },
+            _ => i += 1,
+        }
+    }
+    found
 }
 
 /// Reads `0Nd` or `d` after a `%`: the characters it spans and the width
@@ -401,21 +415,11 @@ fn folder_names(folder: &Path, shown: &Path) -> Result<Vec<(String, PathBuf)>, P
 
 /// The image files of a folder, as one sequence.
 fn list_folder(folder: &Path) -> Result<Files, PlayError> {
-    let files: Vec<(String, PathBuf)> = folder_names(folder, folder)?
-        .into_iter()
-        .filter(|(_, path)| is_supported(path))
-        .collect();
-    if files.is_empty() {
-        return Err(PlayError::NoFrames(folder.to_owned()));
-    }
+    let files = supported_files(folder)?;
     let split: Vec<Option<NumberedName<'_>>> =
         files.iter().map(|(name, _)| split_number(name)).collect();
     if split.iter().all(Option::is_none) {
-        let mut paths: Vec<(String, PathBuf)> = files;
-        paths.sort_by(|a, b| natural_cmp(&a.0, &b.0));
-        return Ok(Files::Unnumbered(
-            paths.into_iter().map(|(_, p)| p).collect(),
-        ));
+        return Ok(in_natural_order(files));
     }
     if is_one_sequence(&split) {
         let numbered = split
@@ -428,6 +432,25 @@ fn list_folder(folder: &Path) -> Result<Files, PlayError> {
     Err(PlayError::InvalidOption(several_sequences(
         folder, &files, &split,
     )))
+}
+
+/// The image files of a folder, each name with its path; refused where
+/// there is none.
+fn supported_files(folder: &Path) -> Result<Vec<(String, PathBuf)>, PlayError> {
+    let files: Vec<(String, PathBuf)> = folder_names(folder, folder)?
+        .into_iter()
+        .filter(|(_, path)| is_supported(path))
+        .collect();
+    if files.is_empty() {
+        return Err(PlayError::NoFrames(folder.to_owned()));
+    }
+    Ok(files)
+}
+
+/// Unnumbered files, sorted by name in natural order.
+fn in_natural_order(mut files: Vec<(String, PathBuf)>) -> Files {
+    files.sort_by(|a, b| natural_cmp(&a.0, &b.0));
+    Files::Unnumbered(files.into_iter().map(|(_, p)| p).collect())
 }
 
 /// Whether numbered names are one sequence: all the same around the
@@ -467,23 +490,30 @@ fn several_sequences(
         .first()
         .map_or("name.####.exr", |f| f.0.as_str())
         .to_owned();
-    let mut parts: Vec<String> = found
-        .into_iter()
-        .map(|(pattern, n)| format!("{pattern} ({n} file{})", if n == 1 { "" } else { "s" }))
-        .chain(loose.into_iter().map(str::to_owned))
-        .collect();
-    const SHOWN: usize = 8;
-    if parts.len() > SHOWN {
-        let more = parts.len() - SHOWN;
-        parts.truncate(SHOWN);
-        parts.push(format!("and {more} more"));
-    }
+    let parts = found_parts(found, loose);
     format!(
         "{} holds more than one sequence: {}; pass a pattern to choose one, such as {}",
         folder.display(),
         parts.join(", "),
         folder.join(example).display()
     )
+}
+
+/// The sequences found (each with its count of files) and then the loose
+/// files, as a message lists them: the first few, and how many more.
+fn found_parts(found: Vec<(String, usize)>, loose: Vec<&str>) -> Vec<String> {
+    const SHOWN: usize = 8;
+    let mut parts: Vec<String> = found
+        .into_iter()
+        .map(|(pattern, n)| format!("{pattern} ({n} file{})", if n == 1 { "" } else { "s" }))
+        .chain(loose.into_iter().map(str::to_owned))
+        .collect();
+    if parts.len() > SHOWN {
+        let more = parts.len() - SHOWN;
+        parts.truncate(SHOWN);
+        parts.push(format!("and {more} more"));
+    }
+    parts
 }
 
 /// Each sequence among `files` as a pattern that matches its files, with
@@ -508,20 +538,21 @@ fn sequences_in<'a>(
     }
     let found = groups
         .iter()
-        .map(|(prefix, suffix, digits)| {
-            let min = digits.iter().map(|d| d.len()).min().unwrap_or(1);
-            let width = if digits.iter().all(|d| fits_width(d, Some(min))) {
-                min
-            } else {
-                1
-            };
-            (
-                format!("{prefix}{}{suffix}", "#".repeat(width)),
-                digits.len(),
-            )
-        })
+        .map(|(prefix, suffix, digits)| (group_pattern(prefix, suffix, digits), digits.len()))
         .collect();
     (found, loose)
+}
+
+/// The pattern that matches a group of numbered names: as wide as its
+/// shortest number where every number fits that width, else any width.
+fn group_pattern(prefix: &str, suffix: &str, digits: &[&str]) -> String {
+    let min = digits.iter().map(|d| d.len()).min().unwrap_or(1);
+    let width = if digits.iter().all(|d| fits_width(d, Some(min))) {
+        min
+    } else {
+        1
+    };
+    format!("{prefix}{}{suffix}", "#".repeat(width))
 }
 
 /// The files a pattern matches.
@@ -580,38 +611,9 @@ fn numbered_entries(
         a.0.cmp(&b.0)
             .then_with(|| natural_cmp(&a.1.to_string_lossy(), &b.1.to_string_lossy()))
     });
-    let (Some(&(min, _)), Some(&(max, _))) = (files.first(), files.last()) else {
-        return Err(PlayError::NoFrames(spec.to_owned()));
-    };
-    if let Some((first, last)) = range {
-        files.retain(|(n, _)| (first..=last).contains(n));
-        if files.is_empty() {
-            return Err(PlayError::BadOption {
-                field: crate::options::Field::Range,
-                message: format!(
-                    "{first}-{last} holds no frame of {}: its files run from {min} to {max}",
-                    spec.display()
-                ),
-            });
-        }
-    }
-    if let Some(pair) = files.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(PlayError::InvalidOption(format!(
-            "frame {} is in two files: {} and {}; pass a pattern that names one",
-            pair[0].0,
-            pair[0].1.display(),
-            pair[1].1.display()
-        )));
-    }
-    let (first, last) = (files[0].0, files[files.len() - 1].0);
-    let span = i128::from(last) - i128::from(first) + 1;
-    if span > MAX_ENTRIES as i128 {
-        return Err(PlayError::InvalidOption(format!(
-            "{}: frames {first} to {last} would make {span} entries, files and gaps, \
-             more than the {MAX_ENTRIES} allowed; pass a range",
-            spec.display()
-        )));
-    }
+    keep_in_range(spec, &mut files, range)?;
+    check_one_file_per_number(&files)?;
+    check_span(spec, &files)?;
     Ok(files
         .into_iter()
         .map(|(number, path)| SequenceEntry {
@@ -621,31 +623,66 @@ fn numbered_entries(
         .collect())
 }
 
+/// Keeps the sorted files numbered within `range`; refused where there is
+/// no file, or none within the range.
+fn keep_in_range(
+    spec: &Path,
+    files: &mut Vec<(i64, PathBuf)>,
+    range: Option<(i64, i64)>,
+) -> Result<(), PlayError> {
+    let (Some(&(min, _)), Some(&(max, _))) = (files.first(), files.last()) else {
+        return Err(PlayError::NoFrames(spec.to_owned()));
+    };
+    if let Some((first, last)) = range {
+        files.retain(|(n, _)| (first..=last).contains(n));
+        if files.is_empty() {
+            return Err(PlayError::BadOption {
+                field: crate::error::Field::Range,
+                message: format!(
+                    "{first}-{last} holds no frame of {}: its files run from {min} to {max}",
+                    spec.display()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Refuses sorted files where two carry one frame number.
+fn check_one_file_per_number(files: &[(i64, PathBuf)]) -> Result<(), PlayError> {
+    match files.windows(2).find(|w| w[0].0 == w[1].0) {
+        Some(pair) => Err(PlayError::InvalidOption(format!(
+            "frame {} is in two files: {} and {}; pass a pattern that names one",
+            pair[0].0,
+            pair[0].1.display(),
+            pair[1].1.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Refuses sorted, non-empty files whose numbers span more than
+/// [`MAX_ENTRIES`] positions.
+fn check_span(spec: &Path, files: &[(i64, PathBuf)]) -> Result<(), PlayError> {
+    let (first, last) = (files[0].0, files[files.len() - 1].0);
+    let span = i128::from(last) - i128::from(first) + 1;
+    if span > MAX_ENTRIES as i128 {
+        return Err(PlayError::InvalidOption(format!(
+            "{}: frames {first} to {last} would make {span} entries, files and gaps, \
+             more than the {MAX_ENTRIES} allowed; pass a range",
+            spec.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Entries for unnumbered files, a range counting positions from 1.
 fn unnumbered_entries(
     spec: &Path,
     files: Vec<PathBuf>,
     range: Option<(i64, i64)>,
 ) -> Result<Vec<SequenceEntry>, PlayError> {
-    let count = files.len();
-    let (skip, take) = match range {
-        None => (0, count),
-        Some((first, last)) => {
-            let start = first.max(1);
-            let end = last.min(count as i64);
-            if start > end {
-                return Err(PlayError::BadOption {
-                    field: crate::options::Field::Range,
-                    message: format!(
-                        "{first}-{last} holds no frame of {}: its {count} files carry no \
-                         frame numbers, so the range counts them from 1",
-                        spec.display()
-                    ),
-                });
-            }
-            ((start - 1) as usize, (end - start + 1) as usize)
-        }
-    };
+    let (skip, take) = positions_in_range(spec, files.len(), range)?;
     Ok(files
         .into_iter()
         .skip(skip)
@@ -655,6 +692,31 @@ fn unnumbered_entries(
             path: Some(path),
         })
         .collect())
+}
+
+/// The files to skip and to take of `count` unnumbered ones for `range`,
+/// counting positions from 1; refused where it holds none.
+fn positions_in_range(
+    spec: &Path,
+    count: usize,
+    range: Option<(i64, i64)>,
+) -> Result<(usize, usize), PlayError> {
+    let Some((first, last)) = range else {
+        return Ok((0, count));
+    };
+    let start = first.max(1);
+    let end = last.min(count as i64);
+    if start > end {
+        return Err(PlayError::BadOption {
+            field: crate::error::Field::Range,
+            message: format!(
+                "{first}-{last} holds no frame of {}: its {count} files carry no \
+                 frame numbers, so the range counts them from 1",
+                spec.display()
+            ),
+        });
+    }
+    Ok(((start - 1) as usize, (end - start + 1) as usize))
 }
 
 #[cfg(test)]

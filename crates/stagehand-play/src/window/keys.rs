@@ -8,28 +8,38 @@ pub const EXPOSURE_STEP: f32 = 0.5;
 
 /// The command a key press asks for, if any.
 pub fn command(key: &Key) -> Option<Command> {
-    Some(match key {
-        Key::Named(named) => match named {
-            NamedKey::Space => Command::TogglePause,
-            NamedKey::ArrowRight => Command::Step(1),
-            NamedKey::ArrowLeft => Command::Step(-1),
-            NamedKey::Home => Command::First,
-            NamedKey::End => Command::Last,
-            NamedKey::ArrowUp => Command::Exposure(EXPOSURE_STEP),
-            NamedKey::ArrowDown => Command::Exposure(-EXPOSURE_STEP),
-            NamedKey::Escape => Command::Quit,
-            _ => return None,
-        },
-        Key::Character(text) => match text.to_ascii_lowercase().as_str() {
-            " " => Command::TogglePause,
-            "q" => Command::Quit,
-            "l" => Command::ToggleLoop,
-            "f" => Command::ToggleFullscreen,
-            "h" => Command::ToggleHud,
-            "+" | "=" => Command::Exposure(EXPOSURE_STEP),
-            "-" | "_" => Command::Exposure(-EXPOSURE_STEP),
-            _ => return None,
-        },
+    match key {
+        Key::Named(named) => named_command(*named),
+        Key::Character(text) => character_command(text),
+        _ => None,
+    }
+}
+
+/// The command a named key (an arrow, Space, Escape...) asks for, if any.
+fn named_command(named: NamedKey) -> Option<Command> {
+    Some(match named {
+        NamedKey::Space => Command::TogglePause,
+        NamedKey::ArrowRight => Command::Step(1),
+        NamedKey::ArrowLeft => Command::Step(-1),
+        NamedKey::Home => Command::First,
+        NamedKey::End => Command::Last,
+        NamedKey::ArrowUp => Command::Exposure(EXPOSURE_STEP),
+        NamedKey::ArrowDown => Command::Exposure(-EXPOSURE_STEP),
+        NamedKey::Escape => Command::Quit,
+        _ => return None,
+    })
+}
+
+/// The command a key that types `text` asks for, if any, in either case.
+fn character_command(text: &str) -> Option<Command> {
+    Some(match text.to_ascii_lowercase().as_str() {
+        " " => Command::TogglePause,
+        "q" => Command::Quit,
+        "l" => Command::ToggleLoop,
+        "f" => Command::ToggleFullscreen,
+        "h" => Command::ToggleHud,
+        "+" | "=" => Command::Exposure(EXPOSURE_STEP),
+        "-" | "_" => Command::Exposure(-EXPOSURE_STEP),
         _ => return None,
     })
 }

@@ -152,10 +152,39 @@ impl App {
         }
     }
 
+    /// Whether the cursor is over the timeline strip.
     fn on_bar(&self) -> bool {
         let (x, y, w, h) = Overlay::bar_rect(self.size());
         let (cx, cy) = (self.cursor.x, self.cursor.y);
         cx >= f64::from(x) && cx < f64::from(x + w) && cy >= f64::from(y) && cy < f64::from(y + h)
+    }
+
+    /// A key pressed: the command it stands for, if any.
+    fn key_pressed(&mut self, key: &winit::keyboard::Key) {
+        if let Some(command) = keys::command(key) {
+            self.commands.push(command);
+        }
+    }
+
+    /// The cursor moved to `position`: a drag on the timeline seeks there.
+    fn cursor_moved(&mut self, position: PhysicalPosition<f64>) {
+        self.cursor = position;
+        if self.dragging {
+            self.seek_at_cursor();
+        }
+    }
+
+    /// The left button pressed or let go: a press on the timeline seeks
+    /// and starts a drag; letting go ends it.
+    fn left_button(&mut self, state: ElementState) {
+        match state {
+            ElementState::Pressed if self.on_bar() => {
+                self.dragging = true;
+                self.seek_at_cursor();
+            }
+            ElementState::Released => self.dragging = false,
+            ElementState::Pressed => {}
+        }
     }
 }
 
@@ -188,29 +217,13 @@ impl ApplicationHandler for App {
                 event,
                 is_synthetic: false,
                 ..
-            } if event.state == ElementState::Pressed => {
-                if let Some(command) = keys::command(&event.logical_key) {
-                    self.commands.push(command);
-                }
-            }
-            WindowEvent::CursorMoved { position, .. } => {
-                self.cursor = position;
-                if self.dragging {
-                    self.seek_at_cursor();
-                }
-            }
+            } if event.state == ElementState::Pressed => self.key_pressed(&event.logical_key),
+            WindowEvent::CursorMoved { position, .. } => self.cursor_moved(position),
             WindowEvent::MouseInput {
                 state,
                 button: MouseButton::Left,
                 ..
-            } => match state {
-                ElementState::Pressed if self.on_bar() => {
-                    self.dragging = true;
-                    self.seek_at_cursor();
-                }
-                ElementState::Released => self.dragging = false,
-                ElementState::Pressed => {}
-            },
+            } => self.left_button(state),
             _ => {}
         }
     }
@@ -223,6 +236,29 @@ struct Surface {
     /// Whether the last configuration took: wgpu panics on asking an
     /// unconfigured surface for a texture.
     configured: bool,
+}
+
+impl Surface {
+    /// `surface` with `config`, configured now where the window (of
+    /// `size`) has an area.
+    fn configured(
+        gpu: &Gpu,
+        surface: wgpu::Surface<'static>,
+        config: wgpu::SurfaceConfiguration,
+        (w, h): (u32, u32),
+    ) -> Result<Self, PlayError> {
+        let configured = w > 0 && h > 0;
+        if configured {
+            gpu.queue()
+                .configure_surface(&surface, &config)
+                .map_err(|e| PlayError::NoDisplay(format!("cannot present to the window: {e}")))?;
+        }
+        Ok(Self {
+            surface,
+            config,
+            configured,
+        })
+    }
 }
 
 /// How frames reach the window: a wgpu surface, or (wgpu's GL backend on
@@ -270,6 +306,29 @@ fn await_window(event_loop: &mut EventLoop<()>, app: &mut App) -> Result<(), Pla
     Ok(())
 }
 
+/// The window `options` ask for: its title, inner size, and whether it
+/// is fullscreen.
+fn window_attributes(options: &WindowOptions) -> winit::window::WindowAttributes {
+    let (w, h) = options.size;
+    let attributes = Window::default_attributes()
+        .with_title(options.title.clone())
+        .with_inner_size(PhysicalSize::new(w.max(1), h.max(1)));
+    if options.fullscreen {
+        attributes.with_fullscreen(Some(Fullscreen::Borderless(None)))
+    } else {
+        attributes
+    }
+}
+
+/// The refresh rate of the monitor `window` is on, where it says one.
+fn refresh_hz(window: &Window) -> Option<f64> {
+    window
+        .current_monitor()
+        .and_then(|m| m.refresh_rate_millihertz())
+        .map(|mhz| f64::from(mhz) / 1000.0)
+        .filter(|&hz| hz > 0.0)
+}
+
 /// The configuration of a window's surface: drawn into at `size`, in
 /// `format`, presented in `mode`. A surface offering only an sRGB format is
 /// configured with it and drawn through a plain view: the player writes
@@ -313,14 +372,7 @@ impl Screen {
         let mut event_loop = builder
             .build()
             .map_err(|e| PlayError::NoDisplay(format!("the display does not answer: {e}")))?;
-        let (w, h) = options.size;
-        let mut attributes = Window::default_attributes()
-            .with_title(options.title.clone())
-            .with_inner_size(PhysicalSize::new(w.max(1), h.max(1)));
-        if options.fullscreen {
-            attributes = attributes.with_fullscreen(Some(Fullscreen::Borderless(None)));
-        }
-        let mut app = App::new(attributes);
+        let mut app = App::new(window_attributes(options));
         await_window(&mut event_loop, &mut app)?;
         Ok(Self {
             event_loop,
@@ -352,31 +404,13 @@ impl Screen {
             .create_surface(Arc::clone(&window))
             .map_err(|e| PlayError::NoDisplay(format!("cannot present to the window: {e}")))?;
         let caps = surface.get_capabilities(gpu.adapter());
-        let format = choose_format(&caps.formats).ok_or_else(|| {
-            PlayError::NoDisplay(format!(
-                "the window offers no 8-bit RGBA format this player draws into (it offers {:?})",
-                caps.formats
-            ))
-        })?;
-        let refresh_hz = window
-            .current_monitor()
-            .and_then(|m| m.refresh_rate_millihertz())
-            .map(|mhz| f64::from(mhz) / 1000.0)
-            .filter(|&hz| hz > 0.0);
+        let format = surface_format(&caps)?;
+        let refresh_hz = refresh_hz(&window);
         let (mode, reason) = choose_present_mode(&caps.present_modes, present, refresh_hz, fps);
-        let (w, h) = self.app.size();
-        let config = surface_config(&caps, format, mode, (w, h));
-        let configured = w > 0 && h > 0;
-        if configured {
-            gpu.queue()
-                .configure_surface(&surface, &config)
-                .map_err(|e| PlayError::NoDisplay(format!("cannot present to the window: {e}")))?;
-        }
-        self.present = Some(Present::Surface(Surface {
-            surface,
-            config,
-            configured,
-        }));
+        let size = self.app.size();
+        let config = surface_config(&caps, format, mode, size);
+        let surface = Surface::configured(gpu, surface, config, size)?;
+        self.present = Some(Present::Surface(surface));
         Ok(SurfaceInfo {
             format: format!("{:?}", format.remove_srgb_suffix()),
             present_mode: format!("{mode:?}"),
@@ -411,6 +445,7 @@ impl Screen {
         })
     }
 
+    /// The window; an error once it is gone.
     fn window(&self) -> Result<Arc<Window>, PlayError> {
         self.app
             .window
@@ -539,29 +574,12 @@ impl Screen {
         if !self.drawable() {
             return None;
         }
-        let (w, h) = self.app.size();
-        if self.app.resized
-            || self
-                .surface()
-                .is_some_and(|s| (s.config.width, s.config.height) != (w, h))
-        {
+        if self.stale() {
             self.app.resized = false;
             self.reconfigure(gpu);
         }
         for _ in 0..2 {
-            let surface = self.surface()?;
-            if !surface.configured {
-                // Its last configuration failed (the window changed size
-                // again meanwhile): tried again before the next frame.
-                self.app.resized = true;
-                return None;
-            }
-            // A window destroyed under us fails validation: skip the frame
-            // (its close event ends playback) rather than panic.
-            let Ok(current) = gpu.device().catch(|| surface.surface.get_current_texture()) else {
-                return None;
-            };
-            match current {
+            match self.current_texture(gpu)? {
                 wgpu::CurrentSurfaceTexture::Success(t) => return Some(t),
                 wgpu::CurrentSurfaceTexture::Suboptimal(t) => {
                     // Drawn this time; configured afresh before the next.
@@ -578,11 +596,30 @@ impl Screen {
         None
     }
 
+    /// The surface's current texture, as it gives it: `None` where there
+    /// is no surface, its last configuration failed, or the window is gone.
+    fn current_texture(&mut self, gpu: &Gpu) -> Option<wgpu::CurrentSurfaceTexture> {
+        let surface = self.surface()?;
+        if !surface.configured {
+            // Its last configuration failed (the window changed size
+            // again meanwhile): tried again before the next frame.
+            self.app.resized = true;
+            return None;
+        }
+        // A window destroyed under us fails validation: skip the frame
+        // (its close event ends playback) rather than panic.
+        gpu.device()
+            .catch(|| surface.surface.get_current_texture())
+            .ok()
+    }
+
     /// Configures the surface afresh before the next frame.
     pub(crate) fn mark_stale(&mut self) {
         self.app.resized = true;
     }
 
+    /// Configures the surface at the window's size, where it has an area;
+    /// a configuration that fails is tried again before the next frame.
     fn reconfigure(&mut self, gpu: &Gpu) {
         let (w, h) = self.app.size();
         if let Some(Present::Surface(s)) = &mut self.present
@@ -601,6 +638,8 @@ impl Screen {
         }
     }
 
+    /// Makes the surface afresh for the window (a lost one), and
+    /// configures it.
     fn recreate(&mut self, gpu: &Gpu) {
         let Ok(window) = self.window() else {
             return;
@@ -643,6 +682,17 @@ fn choose_format(offered: &[wgpu::TextureFormat]) -> Option<wgpu::TextureFormat>
         .copied()
 }
 
+/// The 8-bit RGBA format a surface of `caps` is configured with; an error
+/// where it offers none.
+fn surface_format(caps: &wgpu::SurfaceCapabilities) -> Result<wgpu::TextureFormat, PlayError> {
+    choose_format(&caps.formats).ok_or_else(|| {
+        PlayError::NoDisplay(format!(
+            "the window offers no 8-bit RGBA format this player draws into (it offers {:?})",
+            caps.formats
+        ))
+    })
+}
+
 /// The present mode for `choice` among those `offered`, and why.
 fn choose_present_mode(
     offered: &[wgpu::PresentMode],
@@ -659,21 +709,34 @@ fn choose_present_mode(
         PresentChoice::Mailbox | PresentChoice::Immediate => {
             (M::Fifo, "the mode asked for is not offered")
         }
-        PresentChoice::Auto => match refresh_hz {
-            Some(hz) if hz + 0.5 >= fps => (
-                M::Fifo,
-                "the display paces presentation; the player's clock picks each frame",
-            ),
-            _ if has(M::Mailbox) => (
-                M::Mailbox,
-                "no display refresh to pace by: the player's clock paces, mailbox never blocks",
-            ),
-            _ if has(M::Immediate) => (
-                M::Immediate,
-                "no display refresh to pace by: the player's clock paces",
-            ),
-            _ => (M::Fifo, "the only mode offered; the player's clock paces"),
-        },
+        PresentChoice::Auto => auto_present_mode(offered, refresh_hz, fps),
+    }
+}
+
+/// The present mode chosen among those `offered` for frames at `fps` on
+/// a display refreshing at `refresh_hz`, and why: the display paces where
+/// it refreshes fast enough, else the player's clock.
+fn auto_present_mode(
+    offered: &[wgpu::PresentMode],
+    refresh_hz: Option<f64>,
+    fps: f64,
+) -> (wgpu::PresentMode, &'static str) {
+    use wgpu::PresentMode as M;
+    let has = |m| offered.contains(&m);
+    match refresh_hz {
+        Some(hz) if hz + 0.5 >= fps => (
+            M::Fifo,
+            "the display paces presentation; the player's clock picks each frame",
+        ),
+        _ if has(M::Mailbox) => (
+            M::Mailbox,
+            "no display refresh to pace by: the player's clock paces, mailbox never blocks",
+        ),
+        _ if has(M::Immediate) => (
+            M::Immediate,
+            "no display refresh to pace by: the player's clock paces",
+        ),
+        _ => (M::Fifo, "the only mode offered; the player's clock paces"),
     }
 }
 

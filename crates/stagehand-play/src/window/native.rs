@@ -36,12 +36,8 @@ struct RawSurface {
 
 impl std::fmt::Debug for NativeWindow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let path = match &self.target {
-            Target::Put(_) => "put",
-            Target::Surface(_) => "surface",
-        };
         f.debug_struct("NativeWindow")
-            .field("path", &path)
+            .field("surface", &self.presents_through_a_surface())
             .finish_non_exhaustive()
     }
 }

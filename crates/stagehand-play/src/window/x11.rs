@@ -61,32 +61,18 @@ impl X11Present {
     /// made; the error says why it cannot.
     pub(crate) fn open_id(display: Option<&str>, id: u32) -> Result<Self, String> {
         let (conn, _) = x11rb::connect(display).map_err(|e| format!("no X server: {e}"))?;
-        let geometry = conn
-            .get_geometry(id)
-            .map_err(|e| e.to_string())?
-            .reply()
-            .map_err(|e| format!("no X11 window {id:#x}: {e}"))?;
-        let visual = conn
-            .get_window_attributes(id)
-            .map_err(|e| e.to_string())?
-            .reply()
-            .map_err(|e| format!("no X11 window {id:#x}: {e}"))?
-            .visual;
-        if !takes_bgra(conn.setup(), geometry.depth, visual) {
+        let (depth, visual) = depth_and_visual(&conn, id)?;
+        if !takes_bgra(conn.setup(), depth, visual) {
             return Err(format!(
                 "window {id:#x}'s visual does not take 32-bit BGR pixels as they are"
             ));
         }
-        let gc = conn.generate_id().map_err(|e| e.to_string())?;
-        conn.create_gc(gc, id, &CreateGCAux::new())
-            .map_err(|e| e.to_string())?
-            .check()
-            .map_err(|e| e.to_string())?;
+        let gc = create_gc(&conn, id)?;
         Ok(Self {
             conn,
             window: id,
             gc,
-            depth: geometry.depth,
+            depth,
         })
     }
 
@@ -125,6 +111,12 @@ impl X11Present {
                 .map_err(|e| e.to_string())?,
         );
         self.conn.flush().map_err(|e| e.to_string())?;
+        self.take_errors()
+    }
+
+    /// Takes the events that came on the connection, returning the first
+    /// error among them, if any.
+    fn take_errors(&self) -> Result<(), String> {
         // No events are selected on this connection: anything that comes
         // is an error (the window gone, say).
         while let Some(event) = self.conn.poll_for_event().map_err(|e| e.to_string())? {
@@ -134,6 +126,33 @@ impl X11Present {
         }
         Ok(())
     }
+}
+
+/// The depth and visual of the window `id`; an error where there is no
+/// such window.
+fn depth_and_visual(conn: &RustConnection, id: u32) -> Result<(u8, u32), String> {
+    let geometry = conn
+        .get_geometry(id)
+        .map_err(|e| e.to_string())?
+        .reply()
+        .map_err(|e| format!("no X11 window {id:#x}: {e}"))?;
+    let visual = conn
+        .get_window_attributes(id)
+        .map_err(|e| e.to_string())?
+        .reply()
+        .map_err(|e| format!("no X11 window {id:#x}: {e}"))?
+        .visual;
+    Ok((geometry.depth, visual))
+}
+
+/// A graphics context for drawing into the window `id`.
+fn create_gc(conn: &RustConnection, id: u32) -> Result<u32, String> {
+    let gc = conn.generate_id().map_err(|e| e.to_string())?;
+    conn.create_gc(gc, id, &CreateGCAux::new())
+        .map_err(|e| e.to_string())?
+        .check()
+        .map_err(|e| e.to_string())?;
+    Ok(gc)
 }
 
 /// Whether the server of `setup` takes `FORMAT`'s bytes as they are for a

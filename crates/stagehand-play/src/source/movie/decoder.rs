@@ -85,6 +85,49 @@ fn threaded_context(
     Ok(context)
 }
 
+/// The video decoder of `input`'s stream `stream`, its threads on.
+fn open_video(
+    input: &ffmpeg::format::context::Input,
+    stream: usize,
+    intra_only: bool,
+) -> Result<ffmpeg::decoder::Video, String> {
+    let parameters = input
+        .stream(stream)
+        .ok_or("the video stream went away")?
+        .parameters();
+    threaded_context(parameters, intra_only)?
+        .decoder()
+        .video()
+        .map_err(|e| format!("no decoder for it in this FFmpeg ({e})"))
+}
+
+/// Refuses a frame (`got`, of pixel format `format`) whose size or
+/// Y'CbCr format differs from the movie's first (`info`).
+fn check_same_format(
+    got: &FrameInfo,
+    info: &FrameInfo,
+    format: ffmpeg::format::Pixel,
+) -> Result<(), String> {
+    if (got.width, got.height, got.yuv.map(|y| (y.chroma, y.bits)))
+        != (
+            info.width,
+            info.height,
+            info.yuv.map(|y| (y.chroma, y.bits)),
+        )
+    {
+        return Err(format!(
+            "a frame is {}x{} {:?} where the movie starts {}x{} {:?}: the player needs one size and format",
+            got.width,
+            got.height,
+            format,
+            info.width,
+            info.height,
+            got.yuv.map(|y| y.chroma)
+        ));
+    }
+    Ok(())
+}
+
 impl Decoder {
     /// Opens `path`'s stream `stream` with decoder threads on; every
     /// frame must be `info`'s size and format, when known (the movie's
@@ -97,14 +140,7 @@ impl Decoder {
         intra_only: bool,
     ) -> Result<Self, String> {
         let input = ffmpeg::format::input(path).map_err(|e| e.to_string())?;
-        let parameters = input
-            .stream(stream)
-            .ok_or("the video stream went away")?
-            .parameters();
-        let video = threaded_context(parameters, intra_only)?
-            .decoder()
-            .video()
-            .map_err(|e| format!("no decoder for it in this FFmpeg ({e})"))?;
+        let video = open_video(&input, stream, intra_only)?;
         Ok(Self {
             input,
             video,
@@ -151,19 +187,9 @@ impl Decoder {
         {
             return Ok(f.clone());
         }
-        let near = if self.intra_only {
-            INTRA_RUN_AHEAD
-        } else {
-            RUN_AHEAD
-        };
         let key = index.key_before(want);
-        let forward = match self.at {
-            None => self.at_start && (key == 0 || want <= near),
-            // Forward when no keyframe lies between, or the frame is near.
-            Some(i) => i < want && (key <= i || want - i <= near),
-        };
         let mut sought = None;
-        if !forward {
+        if !self.goes_forward(want, key) {
             self.seek(key, index)?;
             sought = Some(key);
         }
@@ -171,6 +197,22 @@ impl Decoder {
         let result = self.run_to(want, sought, index);
         self.skip_before = None;
         result
+    }
+
+    /// Whether frame `want`, whose last keyframe before it is `key`, is
+    /// reached by decoding forward from where the decoder stands, not by
+    /// a seek.
+    fn goes_forward(&self, want: usize, key: usize) -> bool {
+        let near = if self.intra_only {
+            INTRA_RUN_AHEAD
+        } else {
+            RUN_AHEAD
+        };
+        match self.at {
+            None => self.at_start && (key == 0 || want <= near),
+            // Forward when no keyframe lies between, or the frame is near.
+            Some(i) => i < want && (key <= i || want - i <= near),
+        }
     }
 
     /// Decodes forward to frame `want` and packs it.
@@ -181,36 +223,42 @@ impl Decoder {
         index: &Index,
     ) -> Result<Frame, String> {
         loop {
-            let Some(i) = self.next(index)? else {
-                let short = self.at.is_none_or(|i| i + 1 < want);
-                if self.intra_only && self.skip_before.is_some() && short && want > 0 {
+            let restart = match self.next(index)? {
+                None if self.left_unread_before(want) => {
                     // The frames before it were left unread: decode the
                     // one just before it, to stand in as it would have.
                     self.skip_before = None;
-                    self.seek(want - 1, index)?;
-                    sought = Some(want - 1);
-                    continue;
+                    want - 1
                 }
-                return match self.at {
-                    // The stream ended before the frame (one the index
-                    // had but the decoder did not give): the last frame
-                    // decoded stands in.
-                    Some(i) if i < want => self.pack(i),
-                    _ => Err(format!("the stream ended before frame {want}")),
-                };
+                None => return self.stand_in_at_end(want),
+                Some(i) if i < want => continue,
+                // A seek that lands past the frame (a keyframe the index
+                // marked but the decoder cannot start at) decodes from the
+                // start instead.
+                Some(i) if i > want && self.since_seek == 1 && sought.is_some_and(|k| k > 0) => 0,
+                Some(i) => return self.pack(i),
             };
-            if i < want {
-                continue;
-            }
-            // A seek that lands past the frame (a keyframe the index
-            // marked but the decoder cannot start at) decodes from the
-            // start instead.
-            if i > want && self.since_seek == 1 && sought.is_some_and(|k| k > 0) {
-                self.seek(0, index)?;
-                sought = Some(0);
-                continue;
-            }
-            return self.pack(i);
+            self.seek(restart, index)?;
+            sought = Some(restart);
+        }
+    }
+
+    /// Whether the stream ended short of frame `want` of an intra-only
+    /// movie whose frames before it were left unread.
+    fn left_unread_before(&self, want: usize) -> bool {
+        let short = self.at.is_none_or(|i| i + 1 < want);
+        self.intra_only && self.skip_before.is_some() && short && want > 0
+    }
+
+    /// The frame that stands in for frame `want` when the stream ended
+    /// before it: the last frame decoded, where there is one before it.
+    fn stand_in_at_end(&mut self, want: usize) -> Result<Frame, String> {
+        match self.at {
+            // The stream ended before the frame (one the index
+            // had but the decoder did not give): the last frame
+            // decoded stands in.
+            Some(i) if i < want => self.pack(i),
+            _ => Err(format!("the stream ended before frame {want}")),
         }
     }
 
@@ -258,17 +306,8 @@ impl Decoder {
 
     /// Sends the decoder the next packet of the stream, or the end.
     fn feed(&mut self) -> Result<(), String> {
-        let packet = match super::demux::next_packet(&mut self.input, self.stream) {
-            Ok(packet) => packet,
-            Err(_) => {
-                // The end, or damage: what the decoder holds still comes
-                // out.
-                self.drained = true;
-                return self
-                    .video
-                    .send_eof()
-                    .map_err(|e| format!("decoding failed: {e}"));
-            }
+        let Some(packet) = self.read_packet()? else {
+            return Ok(());
         };
         // A packet of an unwanted frame: the decoder may leave it out if
         // no other frame refers to it.
@@ -278,14 +317,7 @@ impl Decoder {
         if skip && self.intra_only {
             return Ok(());
         }
-        if skip != self.skipping {
-            self.video.skip_frame(if skip {
-                ffmpeg::Discard::NonReference
-            } else {
-                ffmpeg::Discard::Default
-            });
-            self.skipping = skip;
-        }
+        self.set_skipping(skip);
         match self.video.send_packet(&packet) {
             Ok(()) => Ok(()),
             // A damaged packet: skip it; the frames it held are missing
@@ -295,28 +327,42 @@ impl Decoder {
         }
     }
 
+    /// The stream's next packet; `None` at its end, once the decoder has
+    /// been sent the end.
+    fn read_packet(&mut self) -> Result<Option<ffmpeg::Packet>, String> {
+        match super::demux::next_packet(&mut self.input, self.stream) {
+            Ok(packet) => Ok(Some(packet)),
+            Err(_) => {
+                // The end, or damage: what the decoder holds still comes
+                // out.
+                self.drained = true;
+                self.video
+                    .send_eof()
+                    .map(|()| None)
+                    .map_err(|e| format!("decoding failed: {e}"))
+            }
+        }
+    }
+
+    /// Has the decoder leave out frames no other frame refers to, or
+    /// stop leaving them out, where that changes.
+    fn set_skipping(&mut self, skip: bool) {
+        if skip != self.skipping {
+            self.video.skip_frame(if skip {
+                ffmpeg::Discard::NonReference
+            } else {
+                ffmpeg::Discard::Default
+            });
+            self.skipping = skip;
+        }
+    }
+
     /// Checks the frame just received and works out its index; it becomes
     /// the last frame decoded.
     fn take(&mut self, index: &Index) -> Result<usize, String> {
         let got = planes::describe(&self.incoming)?;
         let info = *self.info.get_or_insert(got);
-        if (got.width, got.height, got.yuv.map(|y| (y.chroma, y.bits)))
-            != (
-                info.width,
-                info.height,
-                info.yuv.map(|y| (y.chroma, y.bits)),
-            )
-        {
-            return Err(format!(
-                "a frame is {}x{} {:?} where the movie starts {}x{} {:?}: the player needs one size and format",
-                got.width,
-                got.height,
-                self.incoming.format(),
-                info.width,
-                info.height,
-                got.yuv.map(|y| y.chroma)
-            ));
-        }
+        check_same_format(&got, &info, self.incoming.format())?;
         // Taken: it becomes the last frame decoded (a frame refused above
         // is not, and the one before it still stands in at the end).
         std::mem::swap(&mut self.scratch, &mut self.incoming);

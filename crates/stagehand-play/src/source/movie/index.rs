@@ -50,38 +50,7 @@ impl Index {
         rate: f64,
         most: usize,
     ) -> Option<Index> {
-        let mut frames = Vec::new();
-        let mut damage = None;
-        loop {
-            let packet = match super::demux::next_packet(input, stream) {
-                Ok(packet) => packet,
-                Err(ffmpeg::Error::Eof) => break,
-                Err(e) => {
-                    damage = Some(format!(
-                        "reading stopped after {} frames: {e}",
-                        frames.len()
-                    ));
-                    break;
-                }
-            };
-            if packet.is_corrupt() {
-                damage = Some(format!(
-                    "the packet of frame {} is damaged (the file ends or is cut there)",
-                    frames.len()
-                ));
-                break;
-            }
-            let Some(pts) = packet.pts().or(packet.dts()) else {
-                continue;
-            };
-            if frames.len() == most {
-                return None;
-            }
-            frames.push(IndexedFrame {
-                pts,
-                key: packet.is_key(),
-            });
-        }
+        let (mut frames, damage) = read_frames(input, stream, most)?;
         frames.sort_by_key(|f| f.pts);
         frames.dedup_by_key(|f| f.pts);
         let positions = positions(&frames, time_base, rate);
@@ -132,6 +101,55 @@ impl Index {
     }
 }
 
+/// The frames of the packets of `stream` in `input`, in the order read, and
+/// the damage that stopped reading early, if any; `None` past `most`
+/// frames.
+fn read_frames(
+    input: &mut ffmpeg::format::context::Input,
+    stream: usize,
+    most: usize,
+) -> Option<(Vec<IndexedFrame>, Option<String>)> {
+    let mut frames = Vec::new();
+    loop {
+        let packet = match next_whole_packet(input, stream, frames.len()) {
+            Ok(Some(packet)) => packet,
+            Ok(None) => return Some((frames, None)),
+            Err(damage) => return Some((frames, Some(damage))),
+        };
+        let Some(pts) = packet.pts().or(packet.dts()) else {
+            continue;
+        };
+        if frames.len() == most {
+            return None;
+        }
+        frames.push(IndexedFrame {
+            pts,
+            key: packet.is_key(),
+        });
+    }
+}
+
+/// The next packet of `stream` (that of frame `read`, with `read` frames
+/// read before it): `Ok(None)` at the end; `Err` saying the damage where
+/// reading stops early, at a read error or a damaged packet.
+fn next_whole_packet(
+    input: &mut ffmpeg::format::context::Input,
+    stream: usize,
+    read: usize,
+) -> Result<Option<ffmpeg::Packet>, String> {
+    let packet = match super::demux::next_packet(input, stream) {
+        Ok(packet) => packet,
+        Err(ffmpeg::Error::Eof) => return Ok(None),
+        Err(e) => return Err(format!("reading stopped after {read} frames: {e}")),
+    };
+    if packet.is_corrupt() {
+        return Err(format!(
+            "the packet of frame {read} is damaged (the file ends or is cut there)"
+        ));
+    }
+    Ok(Some(packet))
+}
+
 /// One position per tick of `rate` from the first frame's time to the
 /// last's: each shows the last frame at or before its time (half a tick
 /// of slack for timestamps rounded in the file).
@@ -142,20 +160,7 @@ fn positions(frames: &[IndexedFrame], time_base: f64, rate: f64) -> Vec<u32> {
     // In floating point: timestamps far apart must not overflow.
     let seconds = |f: &IndexedFrame| (f.pts as f64 - first.pts as f64) * time_base;
     let last = seconds(&frames[frames.len() - 1]);
-    // Bounded before anything is allocated: a few positions per frame,
-    // and never more than a player runs.
-    let cap = frames
-        .len()
-        .saturating_mul(MAX_POSITIONS_PER_FRAME)
-        .min(crate::options::MAX_FRAMES as usize + 1);
-    // Clamped in floating point too: a span of timestamps whose ticks do
-    // not fit a `usize` (or are not a number) must not wrap to none.
-    let ticks = (last * rate).round();
-    let count = if ticks >= 0.0 {
-        ticks.min((cap - 1) as f64) as usize + 1
-    } else {
-        1
-    };
+    let count = position_count(frames.len(), last, rate);
     let mut out = Vec::with_capacity(count);
     let mut i = 0;
     for p in 0..count {
@@ -166,6 +171,24 @@ fn positions(frames: &[IndexedFrame], time_base: f64, rate: f64) -> Vec<u32> {
         out.push(i as u32);
     }
     out
+}
+
+/// How many positions `frames` frames spanning `last` seconds make at
+/// `rate`: one per tick, at least one, and bounded.
+fn position_count(frames: usize, last: f64, rate: f64) -> usize {
+    // Bounded before anything is allocated: a few positions per frame,
+    // and never more than a player runs.
+    let cap = frames
+        .saturating_mul(MAX_POSITIONS_PER_FRAME)
+        .min(crate::options::MAX_FRAMES as usize + 1);
+    // Clamped in floating point too: a span of timestamps whose ticks do
+    // not fit a `usize` (or are not a number) must not wrap to none.
+    let ticks = (last * rate).round();
+    if ticks >= 0.0 {
+        ticks.min((cap - 1) as f64) as usize + 1
+    } else {
+        1
+    }
 }
 
 #[cfg(test)]

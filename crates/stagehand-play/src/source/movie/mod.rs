@@ -137,13 +137,7 @@ impl Movie {
         let codec_name = format!("{:?}", found.codec).to_ascii_lowercase();
         let mut decoder = Decoder::open(path, found.stream, None, index.intra_only)
             .map_err(|reason| unsupported(path, format!("codec {codec_name}: {reason}")))?;
-        let info = decoder.info(&index).map_err(|reason| {
-            if reason.starts_with("pixel format") {
-                unsupported(path, reason)
-            } else {
-                decode_error(path, format!("the first frame does not decode: {reason}"))
-            }
-        })?;
+        let info = first_frame_info(path, &mut decoder, &index)?;
         Ok(Self {
             path: path.to_owned(),
             info,
@@ -193,6 +187,28 @@ impl Movie {
         let i = *self.index.positions.get(pos)?;
         Some(self.index.seconds(i as usize))
     }
+
+    /// Opens `decoder` again on this thread where another thread opened
+    /// it, noting this one as its thread.
+    fn open_on_this_thread(
+        &self,
+        decoder: &mut (Decoder, std::thread::ThreadId),
+    ) -> Result<(), String> {
+        let here = std::thread::current().id();
+        if decoder.1 != here {
+            // FFmpeg's frame threads take the priority of the thread that
+            // opens the decoder: open it again on the decode thread (which
+            // runs below the render thread), not on the one that probed.
+            let reopened = Decoder::open(
+                &self.path,
+                self.stream,
+                Some(self.info),
+                self.index.intra_only,
+            );
+            *decoder = (reopened?, here);
+        }
+        Ok(())
+    }
 }
 
 impl Frames for Movie {
@@ -224,19 +240,7 @@ impl Frames for Movie {
             reason: format!("frame {pos}: {reason}"),
         };
         let mut decoder = self.decoder.lock();
-        let here = std::thread::current().id();
-        if decoder.1 != here {
-            // FFmpeg's frame threads take the priority of the thread that
-            // opens the decoder: open it again on the decode thread (which
-            // runs below the render thread), not on the one that probed.
-            let reopened = Decoder::open(
-                &self.path,
-                self.stream,
-                Some(self.info),
-                self.index.intra_only,
-            );
-            *decoder = (reopened.map_err(error)?, here);
-        }
+        self.open_on_this_thread(&mut decoder).map_err(error)?;
         decoder.0.use_buffers(buffers);
         decoder.0.frame(i as usize, &self.index).map_err(error)
     }
@@ -269,11 +273,28 @@ fn unsupported(path: &Path, reason: String) -> PlayError {
     }
 }
 
-/// Reads the packets of `path`'s video stream into an index (stopped
-/// before it holds more frames than a movie may have), and checks it.
-fn read_index(path: &Path) -> Result<(Index, Found), PlayError> {
-    let mut input = ffmpeg::format::input(path)
-        .map_err(|e| decode_error(path, format!("not a movie FFmpeg reads ({e})")))?;
+/// The first frame's size and format, decoding it: an unsupported pixel
+/// format, or a frame that does not decode, refused.
+fn first_frame_info(
+    path: &Path,
+    decoder: &mut Decoder,
+    index: &Index,
+) -> Result<FrameInfo, PlayError> {
+    decoder.info(index).map_err(|reason| {
+        if reason.starts_with("pixel format") {
+            unsupported(path, reason)
+        } else {
+            decode_error(path, format!("the first frame does not decode: {reason}"))
+        }
+    })
+}
+
+/// The best video stream of `input`, and its time base in seconds;
+/// refused where there is none, or its time base is not a positive number.
+fn video_stream(
+    path: &Path,
+    input: &ffmpeg::format::context::Input,
+) -> Result<(Found, f64), PlayError> {
     let stream = input
         .streams()
         .best(ffmpeg::media::Type::Video)
@@ -290,6 +311,15 @@ fn read_index(path: &Path) -> Result<(Index, Found), PlayError> {
             format!("its video stream has a time base of {time_base}"),
         ));
     }
+    Ok((found, time_base))
+}
+
+/// Reads the packets of `path`'s video stream into an index (stopped
+/// before it holds more frames than a movie may have), and checks it.
+fn read_index(path: &Path) -> Result<(Index, Found), PlayError> {
+    let mut input = ffmpeg::format::input(path)
+        .map_err(|e| decode_error(path, format!("not a movie FFmpeg reads ({e})")))?;
+    let (found, time_base) = video_stream(path, &input)?;
     let declared = input.duration();
     let Some(mut index) = Index::read(&mut input, found.stream, time_base, found.rate, MAX_FRAMES)
     else {

@@ -4,38 +4,46 @@
 //! the packed layout of [`crate::yuv`].
 
 use crate::source::{Frame, FrameInfo, SampleType};
-use crate::yuv::{Chroma, Matrix, Range, Siting, Yuv};
+use crate::yuv::{Chroma, Matrix, Packing, Range, Siting, Yuv};
 use ffmpeg::format::Pixel;
 use ffmpeg_next as ffmpeg;
+
+/// The planar Y'CbCr formats the player reads, each with its subsampling,
+/// bits and whether the format itself says full range.
+const PLANAR: &[(Pixel, Chroma, u8, bool)] = {
+    use Chroma::{S420, S422, S444};
+    &[
+        (Pixel::YUV420P, S420, 8, false),
+        (Pixel::YUVJ420P, S420, 8, true),
+        (Pixel::YUV422P, S422, 8, false),
+        (Pixel::YUVJ422P, S422, 8, true),
+        (Pixel::YUV444P, S444, 8, false),
+        (Pixel::YUVJ444P, S444, 8, true),
+        (Pixel::YUVA420P, S420, 8, false),
+        (Pixel::YUVA444P, S444, 8, false),
+        (Pixel::YUV420P10LE, S420, 10, false),
+        (Pixel::YUV422P10LE, S422, 10, false),
+        (Pixel::YUV444P10LE, S444, 10, false),
+        (Pixel::YUVA422P10LE, S422, 10, false),
+        (Pixel::YUVA444P10LE, S444, 10, false),
+        (Pixel::YUV420P12LE, S420, 12, false),
+        (Pixel::YUV422P12LE, S422, 12, false),
+        (Pixel::YUV444P12LE, S444, 12, false),
+        (Pixel::YUVA444P12LE, S444, 12, false),
+        (Pixel::YUV420P16LE, S420, 16, false),
+        (Pixel::YUV422P16LE, S422, 16, false),
+        (Pixel::YUV444P16LE, S444, 16, false),
+    ]
+};
 
 /// The subsampling, bits and whether the format itself says full range,
 /// of the planar Y'CbCr formats the player reads. An alpha plane (ProRes
 /// 4444) is left out.
 pub(super) fn planar(format: Pixel) -> Option<(Chroma, u8, bool)> {
-    use Chroma::{S420, S422, S444};
-    Some(match format {
-        Pixel::YUV420P => (S420, 8, false),
-        Pixel::YUVJ420P => (S420, 8, true),
-        Pixel::YUV422P => (S422, 8, false),
-        Pixel::YUVJ422P => (S422, 8, true),
-        Pixel::YUV444P => (S444, 8, false),
-        Pixel::YUVJ444P => (S444, 8, true),
-        Pixel::YUVA420P => (S420, 8, false),
-        Pixel::YUVA444P => (S444, 8, false),
-        Pixel::YUV420P10LE => (S420, 10, false),
-        Pixel::YUV422P10LE => (S422, 10, false),
-        Pixel::YUV444P10LE => (S444, 10, false),
-        Pixel::YUVA422P10LE => (S422, 10, false),
-        Pixel::YUVA444P10LE => (S444, 10, false),
-        Pixel::YUV420P12LE => (S420, 12, false),
-        Pixel::YUV422P12LE => (S422, 12, false),
-        Pixel::YUV444P12LE => (S444, 12, false),
-        Pixel::YUVA444P12LE => (S444, 12, false),
-        Pixel::YUV420P16LE => (S420, 16, false),
-        Pixel::YUV422P16LE => (S422, 16, false),
-        Pixel::YUV444P16LE => (S444, 16, false),
-        _ => return None,
-    })
+    PLANAR
+        .iter()
+        .find(|entry| entry.0 == format)
+        .map(|&(_, chroma, bits, full)| (chroma, bits, full))
 }
 
 /// What a decoded frame is: its size and Y'CbCr format, from its pixel
@@ -52,10 +60,6 @@ pub(super) fn describe(frame: &ffmpeg::frame::Video) -> Result<FrameInfo, String
     if width == 0 || height == 0 {
         return Err(format!("a decoded picture of {width}x{height}"));
     }
-    let tags = Tags::of(frame);
-    let matrix = matrix_of(tags.space, (width, height));
-    let range = range_of(tags.range, full);
-    let siting = siting_of(tags.siting, full && chroma == Chroma::S420);
     Ok(FrameInfo {
         width,
         height,
@@ -65,14 +69,21 @@ pub(super) fn describe(frame: &ffmpeg::frame::Video) -> Result<FrameInfo, String
         } else {
             SampleType::U8
         },
-        yuv: Some(Yuv {
-            chroma,
-            bits,
-            matrix,
-            range,
-            siting,
-        }),
+        yuv: Some(yuv_of(frame, (chroma, bits, full))),
     })
+}
+
+/// The Y'CbCr format of a decoded frame whose pixel format has the given
+/// subsampling, bits and full-range flag, with its tags applied.
+fn yuv_of(frame: &ffmpeg::frame::Video, (chroma, bits, full): (Chroma, u8, bool)) -> Yuv {
+    let tags = Tags::of(frame);
+    Yuv {
+        chroma,
+        bits,
+        matrix: matrix_of(tags.space, (frame.width(), frame.height())),
+        range: range_of(tags.range, full),
+        siting: siting_of(tags.siting, full && chroma == Chroma::S420),
+    }
 }
 
 /// The matrix a colour-space tag names (untagged or unknown: by size).
@@ -144,10 +155,7 @@ pub(super) fn pack(
         return Err("not a Y'CbCr frame".into());
     };
     let packing = yuv.packing(info.width, info.height);
-    let sample = yuv.sample_bytes();
-    let row_bytes = packing.size.0 as usize * sample;
     let mut buffer = buffers.take(info.bytes()).map_err(|e| e.to_string())?;
-    let out = buffer.as_mut_slice();
     if frame.planes() < packing.planes.len() {
         return Err(format!(
             "the decoder gave {} planes of a {}-plane format",
@@ -155,6 +163,22 @@ pub(super) fn pack(
             packing.planes.len()
         ));
     }
+    copy_planes(frame, &packing, yuv.sample_bytes(), buffer.as_mut_slice())?;
+    Ok(Frame {
+        info,
+        data: buffer.freeze(),
+    })
+}
+
+/// Copies each plane of `frame`, row by row, to its place in `out` as
+/// `packing` lays it out, `sample` bytes a sample.
+fn copy_planes(
+    frame: &ffmpeg::frame::Video,
+    packing: &Packing,
+    sample: usize,
+    out: &mut [u8],
+) -> Result<(), String> {
+    let row_bytes = packing.size.0 as usize * sample;
     for (plane, rect) in packing.planes.iter().enumerate() {
         // The stride is checked before the data is touched: the data's
         // slice is built from it.
@@ -173,10 +197,7 @@ pub(super) fn pack(
             out[dst..dst + width].copy_from_slice(src);
         }
     }
-    Ok(Frame {
-        info,
-        data: buffer.freeze(),
-    })
+    Ok(())
 }
 
 /// A decoded frame's colour tags, as the integers FFmpeg keeps them in.
