@@ -50,8 +50,13 @@ impl XWindow {
     /// reports key presses and size changes.
     fn open(title: &str, size: (u32, u32)) -> Result<Self, String> {
         let xlib = xlib::Xlib::open().map_err(|e| format!("no Xlib: {e}"))?;
-        // SAFETY: a null name asks Xlib for the environment's DISPLAY.
-        let display = unsafe { (xlib.XOpenDisplay)(std::ptr::null()) };
+        // SAFETY: XInitThreads comes first, before any other Xlib call:
+        // the driver presents through this display from its own threads.
+        // A null name asks Xlib for the environment's DISPLAY.
+        let display = unsafe {
+            (xlib.XInitThreads)();
+            (xlib.XOpenDisplay)(std::ptr::null())
+        };
         if display.is_null() {
             return Err("cannot open the X display (is DISPLAY set?)".into());
         }

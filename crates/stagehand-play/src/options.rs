@@ -187,27 +187,26 @@ impl PlayOptions {
             );
         }
         self.check_sizes()?;
-        self.check_frame_counts()?;
-        if let Some((first, last)) = self.range
-            && first > last
-        {
-            return bad(
-                Field::Range,
-                format!("{first}-{last}: the first frame is after the last"),
-            );
-        }
-        Ok(())
+        self.check_frames()
     }
 
-    /// The frames to play and the frames of preroll: at most
-    /// [`MAX_FRAMES`].
-    fn check_frame_counts(&self) -> Result<(), PlayError> {
+    /// The frames to play (at most [`MAX_FRAMES`]), the range, and the
+    /// frames of preroll, in that order.
+    fn check_frames(&self) -> Result<(), PlayError> {
         if let Some(n) = self.frames
             && !(1..=MAX_FRAMES).contains(&n)
         {
             return bad(
                 Field::Frames,
                 format!("{n}: must be from 1 to {MAX_FRAMES}"),
+            );
+        }
+        if let Some((first, last)) = self.range
+            && first > last
+        {
+            return bad(
+                Field::Range,
+                format!("{first}-{last}: the first frame is after the last"),
             );
         }
         if let Some(Preroll::Frames(n)) = self.preroll

@@ -32,6 +32,8 @@ struct RawSurface {
     gpu: Arc<Gpu>,
     surface: wgpu::Surface<'static>,
     config: wgpu::SurfaceConfiguration,
+    /// Whether the surface is set up with `config`.
+    configured: bool,
 }
 
 impl std::fmt::Debug for NativeWindow {
@@ -66,7 +68,9 @@ impl NativeWindow {
     /// # Safety
     ///
     /// `display` and `window` must be a valid display and a window on it,
-    /// and stay so until the `NativeWindow` is dropped.
+    /// and stay so until the `NativeWindow` is dropped; it presents from
+    /// the thread the window's toolkit allows (AppKit's main thread, a
+    /// `Display*` opened after `XInitThreads` where Xlib is shared).
     #[allow(unsafe_code)] // a surface from raw handles; the caller's promise above
     pub unsafe fn from_raw(
         gpu: &Arc<Gpu>,
@@ -76,8 +80,9 @@ impl NativeWindow {
     ) -> Result<Self, PlayError> {
         if software_gl(gpu)
             && let Some(id) = x11::window_id(window)
+            && let Ok(put) = Self::open_x11(gpu, None, id)
         {
-            return Self::open_x11(gpu, None, id);
+            return Ok(put);
         }
         let target = wgpu::SurfaceTargetUnsafe::RawHandle {
             raw_display_handle: Some(display),
@@ -96,10 +101,11 @@ impl NativeWindow {
         })?;
         // No refresh rate to pace by: the caller's timer paces.
         let (mode, _) = choose_present_mode(&caps.present_modes, PresentChoice::Auto, None, 1.0);
-        let shown = RawSurface {
+        let mut shown = RawSurface {
             gpu: Arc::clone(gpu),
             config: surface_config(&caps, format, mode, size),
             surface,
+            configured: false,
         };
         if size.0 > 0 && size.1 > 0 {
             shown.configure()?;
@@ -158,11 +164,50 @@ fn put(
 }
 
 impl RawSurface {
-    fn configure(&self) -> Result<(), PlayError> {
-        self.gpu
+    /// Sets the surface up with `config`; until that succeeds, each
+    /// present tries again.
+    fn configure(&mut self) -> Result<(), PlayError> {
+        let done = self
+            .gpu
             .queue()
-            .configure_surface(&self.surface, &self.config)
-            .map_err(|e| PlayError::NoDisplay(format!("cannot present to the window: {e}")))
+            .configure_surface(&self.surface, &self.config);
+        self.configured = done.is_ok();
+        done.map_err(|e| PlayError::NoDisplay(format!("cannot present to the window: {e}")))
+    }
+
+    /// The surface's texture to draw into now, set up at `size` first
+    /// where it is not; `None` where there is none to draw into now (a
+    /// configuration that failed, a window being resized or hidden: the
+    /// next call tries again). A surface lost for good is an error: make
+    /// the `NativeWindow` again.
+    fn texture(&mut self, size: (u32, u32)) -> Result<Option<wgpu::SurfaceTexture>, PlayError> {
+        if !self.configured || size != (self.config.width, self.config.height) {
+            (self.config.width, self.config.height) = size;
+            if self.configure().is_err() {
+                return Ok(None);
+            }
+        }
+        // A window destroyed under us fails validation: no frame.
+        let got = self
+            .gpu
+            .device()
+            .catch(|| self.surface.get_current_texture());
+        Ok(match got.ok() {
+            Some(wgpu::CurrentSurfaceTexture::Success(t)) => Some(t),
+            Some(wgpu::CurrentSurfaceTexture::Suboptimal(t)) => {
+                // Drawn this once; set up afresh before the next.
+                self.configured = false;
+                Some(t)
+            }
+            Some(wgpu::CurrentSurfaceTexture::Lost) => {
+                return Err(PlayError::NoDisplay("the window's surface was lost".into()));
+            }
+            Some(wgpu::CurrentSurfaceTexture::Outdated) => {
+                self.configured = false;
+                None
+            }
+            _ => None,
+        })
     }
 
     fn present(
@@ -174,19 +219,8 @@ impl RawSurface {
         if size.0 == 0 || size.1 == 0 {
             return Ok(size);
         }
-        if size != (self.config.width, self.config.height) {
-            (self.config.width, self.config.height) = size;
-            self.configure()?;
-        }
-        let frame = match self.surface.get_current_texture() {
-            wgpu::CurrentSurfaceTexture::Success(t)
-            | wgpu::CurrentSurfaceTexture::Suboptimal(t) => t,
-            // Out of date or lost: set up again for the next call.
-            wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
-                self.configure()?;
-                return Ok(size);
-            }
-            _ => return Ok(size),
+        let Some(frame) = self.texture(size)? else {
+            return Ok(size);
         };
         let view = frame.texture.create_view(&wgpu::TextureViewDescriptor {
             format: Some(self.config.format.remove_srgb_suffix()),
