@@ -37,6 +37,10 @@ mod x11 {
         pub(crate) fn put(&self, _: &[u8], _: u32, _: u32) -> Result<(), String> {
             match *self {}
         }
+
+        pub(crate) fn request(&self) -> &'static str {
+            match *self {}
+        }
     }
 }
 
@@ -92,7 +96,8 @@ pub struct WindowOptions {
 pub struct SurfaceInfo {
     /// The format frames are drawn in for the window.
     pub format: String,
-    /// The present mode in use (`PutImage`: copied to the X server).
+    /// The present mode in use (`ShmPutImage` or `PutImage`: copied to
+    /// the X server, in shared memory or through the socket).
     pub present_mode: String,
     /// Why that present mode.
     pub reason: String,
@@ -434,10 +439,11 @@ impl Screen {
             return None;
         }
         let put = x11::X11Present::open(window)?;
+        let present_mode = put.request().into();
         self.present = Some(Present::Put(Box::new(put)));
         Some(SurfaceInfo {
             format: format!("{:?}", x11::FORMAT),
-            present_mode: "PutImage".into(),
+            present_mode,
             reason: "software GL: copied to the X server, as the driver's swap does, \
                      without wgpu's blit into the window's framebuffer; the player's clock paces"
                 .into(),

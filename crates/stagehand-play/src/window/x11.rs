@@ -7,8 +7,11 @@
 //! nothing; on llvmpipe it is one more full-window shader pass, a gather a
 //! pixel: 9 to 11 CPU ms a 1920x1080 frame measured here, more than
 //! drawing the picture. Instead the player draws into its own target,
-//! reads it back (the copy the driver's swap makes too) and puts the rows
-//! to the server with `PutImage`, as that swap does.
+//! reads it back (the copy the driver's swap makes too) and hands the
+//! rows to the server, as that swap does: in memory shared with the
+//! server (MIT-SHM) where it has that, else with `PutImage` through the
+//! socket. Through the socket, a 1920x1080 frame is 8 MB the kernel copies
+//! twice and the render thread waits on while the server reads it.
 //!
 //! Only where the server takes the texture's bytes as they are: a window
 //! whose visual is 24-bit true colour (red, green, blue masks 0xff0000,
@@ -16,13 +19,20 @@
 //! what a `Bgra8Unorm` texture holds.
 
 use std::borrow::Cow;
+use std::fs::File;
+use std::os::fd::{FromRawFd, OwnedFd};
 
+use memmap2::MmapMut;
+use parking_lot::Mutex;
 use winit::raw_window_handle::{HasWindowHandle, RawWindowHandle};
 use winit::window::Window;
-use x11rb::connection::Connection;
+use x11rb::connection::{Connection, RequestConnection};
 use x11rb::image::{BitsPerPixel, Image, ImageOrder, ScanlinePad};
 use x11rb::protocol::Event;
-use x11rb::protocol::xproto::{ConnectionExt, CreateGCAux, ImageOrder as ByteOrder, Setup};
+use x11rb::protocol::shm::{self, ConnectionExt as _};
+use x11rb::protocol::xproto::{
+    ConnectionExt, CreateGCAux, ImageFormat, ImageOrder as ByteOrder, Setup,
+};
 use x11rb::rust_connection::RustConnection;
 
 /// The texture format whose bytes the window takes as they are.
@@ -45,6 +55,26 @@ pub(crate) struct X11Present {
     gc: u32,
     /// The window's depth (24, or 32 for a visual with alpha).
     depth: u8,
+    /// How frames reach the server.
+    path: Mutex<Path>,
+}
+
+/// How frames reach the server.
+enum Path {
+    /// In memory shared with it; `None` before the first frame.
+    Shared(Option<Segment>),
+    /// Through the socket: the server has no MIT-SHM 1.2 (passing the
+    /// memory's file descriptor), or sharing failed once.
+    Socket,
+}
+
+/// Memory shared with the X server, which it reads frames from.
+struct Segment {
+    /// The server's name for it.
+    seg: shm::Seg,
+    map: MmapMut,
+    /// A put from it the server may not have finished reading.
+    in_flight: bool,
 }
 
 impl X11Present {
@@ -68,12 +98,26 @@ impl X11Present {
             ));
         }
         let gc = create_gc(&conn, id)?;
+        let path = match shares_memory(&conn) {
+            true => Path::Shared(None),
+            false => Path::Socket,
+        };
         Ok(Self {
             conn,
             window: id,
             gc,
             depth,
+            path: Mutex::new(path),
         })
+    }
+
+    /// The request frames go to the server with (so far): `ShmPutImage`
+    /// (in shared memory) or `PutImage` (through the socket).
+    pub(crate) fn request(&self) -> &'static str {
+        match *self.path.lock() {
+            Path::Shared(_) => "ShmPutImage",
+            Path::Socket => "PutImage",
+        }
     }
 
     /// The window's size now, in pixels.
@@ -93,6 +137,85 @@ impl X11Present {
     pub(crate) fn put(&self, pixels: &[u8], pitch: u32, height: u32) -> Result<(), String> {
         let width = u16::try_from(pitch / 4).map_err(|e| e.to_string())?;
         let height = u16::try_from(height).map_err(|e| e.to_string())?;
+        let mut path = self.path.lock();
+        if let Path::Shared(segment) = &mut *path {
+            match self.put_shared(segment, pixels, (width, height)) {
+                Ok(()) => return Ok(()),
+                // Memory that cannot be shared (a server on another
+                // machine, no memfd): the socket from now on.
+                Err(Sharing::Refused) => *path = Path::Socket,
+                Err(Sharing::Failed(e)) => return Err(e),
+            }
+        }
+        self.put_socket(pixels, width, height)
+    }
+
+    /// Copies `pixels` into the shared segment (made or grown first) and
+    /// asks the server to draw them from there, once it has finished
+    /// reading the frame before.
+    fn put_shared(
+        &self,
+        segment: &mut Option<Segment>,
+        pixels: &[u8],
+        (width, height): (u16, u16),
+    ) -> Result<(), Sharing> {
+        if let Some(held) = segment {
+            self.settle(held).map_err(Sharing::Failed)?;
+        }
+        if segment.as_ref().is_none_or(|s| s.map.len() < pixels.len()) {
+            if let Some(old) = segment.take() {
+                drop(self.conn.shm_detach(old.seg));
+            }
+            *segment = Some(Segment::new(&self.conn, pixels.len()).ok_or(Sharing::Refused)?);
+        }
+        let Some(held) = segment else {
+            unreachable!("made above")
+        };
+        held.map[..pixels.len()].copy_from_slice(pixels);
+        let put = self.conn.shm_put_image(
+            self.window,
+            self.gc,
+            width,
+            height,
+            0,
+            0,
+            width,
+            height,
+            0,
+            0,
+            self.depth,
+            ImageFormat::Z_PIXMAP.into(),
+            true,
+            held.seg,
+            0,
+        );
+        drop(put.map_err(|e| Sharing::Failed(e.to_string()))?);
+        held.in_flight = true;
+        self.conn
+            .flush()
+            .map_err(|e| Sharing::Failed(e.to_string()))?;
+        self.take_errors(Some(held)).map_err(Sharing::Failed)
+    }
+
+    /// Returns once the server has finished reading `segment`: its
+    /// completion event came, or a round trip shows every request before
+    /// it done. Never waits on an event that may not come.
+    fn settle(&self, segment: &mut Segment) -> Result<(), String> {
+        self.take_errors(Some(segment))?;
+        if segment.in_flight {
+            self.conn
+                .get_input_focus()
+                .map_err(|e| e.to_string())?
+                .reply()
+                .map_err(|e| format!("the X server is gone: {e}"))?;
+            self.take_errors(Some(segment))?;
+            segment.in_flight = false;
+        }
+        Ok(())
+    }
+
+    /// Puts the rows through the socket.
+    fn put_socket(&self, pixels: &[u8], width: u16, height: u16) -> Result<(), String> {
         let image = Image::new(
             width,
             height,
@@ -111,21 +234,89 @@ impl X11Present {
                 .map_err(|e| e.to_string())?,
         );
         self.conn.flush().map_err(|e| e.to_string())?;
-        self.take_errors()
+        self.take_errors(None)
     }
 
     /// Takes the events that came on the connection, returning the first
-    /// error among them, if any.
-    fn take_errors(&self) -> Result<(), String> {
-        // No events are selected on this connection: anything that comes
-        // is an error (the window gone, say).
+    /// error among them, if any; a completion of a put from `segment`
+    /// marks it read.
+    fn take_errors(&self, mut segment: Option<&mut Segment>) -> Result<(), String> {
+        // No events are selected on this connection: what comes is an
+        // error (the window gone, say) or a shared put's completion.
         while let Some(event) = self.conn.poll_for_event().map_err(|e| e.to_string())? {
-            if let Event::Error(e) = event {
-                return Err(format!("{:?}", e.error_kind));
+            match event {
+                Event::Error(e) => return Err(format!("{:?}", e.error_kind)),
+                Event::ShmCompletion(done) => {
+                    if let Some(s) = segment.as_deref_mut().filter(|s| s.seg == done.shmseg) {
+                        s.in_flight = false;
+                    }
+                }
+                _ => {}
             }
         }
         Ok(())
     }
+}
+
+/// Why a frame did not go through shared memory.
+enum Sharing {
+    /// Memory could not be shared with this server: use the socket.
+    Refused,
+    /// The put failed (the window gone, say).
+    Failed(String),
+}
+
+impl Segment {
+    /// `len` bytes of memory of this process's own, shared with the
+    /// server of `conn` by passing it the memory's file descriptor;
+    /// `None` where it cannot be (no memfd, a server that does not take
+    /// it: one on another machine).
+    fn new(conn: &RustConnection, len: usize) -> Option<Self> {
+        let file = File::from(memfd()?);
+        file.set_len(len as u64).ok()?;
+        // SAFETY: the file is anonymous memory of this process's own
+        // (memfd), sized above and never truncated while mapped; the
+        // server is given it read-only.
+        #[allow(unsafe_code)]
+        let map = unsafe { MmapMut::map_mut(&file) }.ok()?;
+        let seg = conn.generate_id().ok()?;
+        conn.shm_attach_fd(seg, OwnedFd::from(file), true)
+            .ok()?
+            .check()
+            .ok()?;
+        Some(Self {
+            seg,
+            map,
+            in_flight: false,
+        })
+    }
+}
+
+/// A new anonymous memory file, closed on exec.
+fn memfd() -> Option<OwnedFd> {
+    // SAFETY: the name is a NUL-terminated string; the call has no other
+    // inputs.
+    #[allow(unsafe_code)]
+    let fd = unsafe { libc::memfd_create(c"stagehand frame".as_ptr(), libc::MFD_CLOEXEC) };
+    // SAFETY: a non-negative `fd` was just made and nothing else owns it.
+    #[allow(unsafe_code)]
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether the server of `conn` takes shared memory by file descriptor
+/// (MIT-SHM 1.2).
+fn shares_memory(conn: &RustConnection) -> bool {
+    let present = conn
+        .extension_information(shm::X11_EXTENSION_NAME)
+        .ok()
+        .flatten()
+        .is_some();
+    present
+        && conn
+            .shm_query_version()
+            .ok()
+            .and_then(|cookie| cookie.reply().ok())
+            .is_some_and(|v| (v.major_version, v.minor_version) >= (1, 2))
 }
 
 /// The depth and visual of the window `id`; an error where there is no
