@@ -88,8 +88,12 @@ impl Xvfb {
         // The server picks a free display and writes its number to us.
         // Keys injected are pressed and released at once: a loaded machine
         // must not have the server repeat one that took long to release.
+        // No reset when the last client leaves (the readiness probe below
+        // is one): a client that connects while the server starts over
+        // can be refused.
         let mut child = Command::new("Xvfb")
             .args([
+                "-noreset",
                 "-displayfd",
                 "1",
                 "-ardelay",

@@ -62,9 +62,12 @@ pub struct Xvfb {
 
 impl Xvfb {
     fn start() -> Result<Self, String> {
-        // The server picks a free display and writes its number to us.
+        // The server picks a free display and writes its number to us. No
+        // reset between players: one that connects while the server starts
+        // over can be refused.
         let spawned = Command::new("Xvfb")
             .args([
+                "-noreset",
                 "-displayfd",
                 "1",
                 "-screen",
