@@ -2,26 +2,26 @@
 //! hand-offs (admission, completion, release), in one place so that a model
 //! checker can stand in for them.
 //!
-//! A normal build uses `parking_lot` and `std`. Built with
-//! `RUSTFLAGS="--cfg stagehand_loom"`, the same names are `loom`'s, and the
+//! A normal build uses `parking_lot` and `std`. Built with the feature
+//! `model-check`, the same names are `loom`'s, and the
 //! models in `upload::models` explore every interleaving of the hand-offs.
 //! `loom` has no clock: a timed wait there waits for a signal as an untimed
 //! one does, so a model that passes shows each wait is woken by a signal,
 //! never rescued by its timeout.
 
-#[cfg(not(stagehand_loom))]
+#[cfg(not(feature = "model-check"))]
 pub(crate) use parking_lot::{Condvar, Mutex};
-#[cfg(not(stagehand_loom))]
+#[cfg(not(feature = "model-check"))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64};
 
-#[cfg(stagehand_loom)]
+#[cfg(feature = "model-check")]
 pub(crate) use self::model::{Condvar, Mutex};
-#[cfg(stagehand_loom)]
+#[cfg(feature = "model-check")]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicU64};
 
 /// `loom`'s lock and condition variable behind `parking_lot`'s interface:
 /// `lock` returns the guard, and waits take the guard by `&mut`.
-#[cfg(stagehand_loom)]
+#[cfg(feature = "model-check")]
 mod model {
     use std::ops::{Deref, DerefMut};
     use std::time::Instant;

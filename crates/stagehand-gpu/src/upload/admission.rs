@@ -174,7 +174,7 @@ impl Gate {
     }
 
     /// Bytes in flight now.
-    #[cfg(stagehand_loom)]
+    #[cfg(feature = "model-check")]
     pub fn bytes(&self) -> u64 {
         self.admission.lock().bytes
     }

@@ -49,7 +49,7 @@ mod streamed;
 mod transfer;
 mod worker;
 
-#[cfg(all(test, stagehand_loom))]
+#[cfg(all(test, feature = "model-check"))]
 mod models;
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,7 @@
 //! (the model's timed waits never time out; see `crate::sync`).
 //!
 //! Run with
-//! `RUSTFLAGS="--cfg stagehand_loom" cargo test -p stagehand-gpu --lib --release models`.
+//! `cargo test -p stagehand-gpu --features model-check --lib models`.
 
 use super::admission::{Gate, IfFull};
 use super::core::Turns;
