@@ -4,6 +4,7 @@
 //! Y'CbCr (`yuv.wgsl`; first at the frame's own size when the picture is
 //! much larger, `upscale.rs`).
 
+mod bars;
 pub mod blit;
 mod display;
 pub mod overlay;
@@ -21,6 +22,7 @@ use stagehand_gpu::diag::Tracked;
 use stagehand_gpu::upload::FrameQueue;
 
 use crate::yuv::Yuv;
+use bars::Bars;
 use upscale::Upscale;
 
 /// The offscreen target's format, headless.
@@ -64,6 +66,8 @@ pub struct Renderer {
     /// Y'CbCr frames only: the conversion at the frame's size, for
     /// pictures much larger than it.
     upscale: Option<Upscale>,
+    /// The letterbox's bars.
+    bars: Bars,
 }
 
 /// The shader and pipelines a renderer draws with: the display
@@ -199,6 +203,7 @@ impl Renderer {
             format,
             frame_size,
             upscale,
+            bars: Bars::new(gpu, format)?,
         };
         renderer.binds = (0..queue.depth())
             .map(|slot| renderer.bind(gpu, queue.texture(slot)))
@@ -336,11 +341,14 @@ impl Renderer {
             upscale.convert(&mut encoder, frame.bind, frame.id);
         }
         {
+            // The bars, the picture and the overlay draw every pixel.
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("play"),
-                color_attachments: &[Some(cleared(view))],
+                color_attachments: &[Some(drawn_over(view))],
                 ..Default::default()
             });
+            self.bars
+                .draw(&mut pass, size, frame.map(|(_, viewport)| viewport));
             if let Some((frame, viewport)) = frame {
                 self.draw_picture(&mut pass, frame, viewport, upscale);
             }
@@ -546,7 +554,27 @@ fn full_screen_pipeline(
         })
 }
 
-/// The target's attachment, cleared to black (the letterbox's bars).
+/// The attachment of a target the pass draws every pixel of: its
+/// contents before the pass are not read, loaded or cleared.
+pub(crate) fn drawn_over(view: &wgpu::TextureView) -> wgpu::RenderPassColorAttachment<'_> {
+    // SAFETY: the one condition, that every pixel is written before it is
+    // read or stored, is each caller's: the play pass draws the bars
+    // around the picture and the picture; the upscale's pass draws its
+    // whole target.
+    #[allow(unsafe_code)]
+    let undefined = unsafe { wgpu::LoadOpDontCare::enabled() };
+    wgpu::RenderPassColorAttachment {
+        view,
+        depth_slice: None,
+        resolve_target: None,
+        ops: wgpu::Operations {
+            load: wgpu::LoadOp::DontCare(undefined),
+            store: wgpu::StoreOp::Store,
+        },
+    }
+}
+
+/// The target's attachment, cleared to black.
 pub(crate) fn cleared(view: &wgpu::TextureView) -> wgpu::RenderPassColorAttachment<'_> {
     wgpu::RenderPassColorAttachment {
         view,

@@ -136,8 +136,8 @@ impl Upscale {
         self.holds.set(Some(id));
         let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
             label: Some("play convert"),
-            // Every texel is drawn over: cleared, nothing is read back.
-            color_attachments: &[Some(super::cleared(&self.view))],
+            // Every texel is drawn over.
+            color_attachments: &[Some(super::drawn_over(&self.view))],
             ..Default::default()
         });
         pass.set_pipeline(&self.convert);
