@@ -16,7 +16,7 @@ mod x11;
 /// Where winit speaks no X11: frames always go through a surface.
 #[cfg(not(all(unix, not(target_os = "macos"), not(target_os = "android"))))]
 mod x11 {
-    pub(crate) const FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Bgra8Unorm;
+    pub(crate) const FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 
     /// Never made.
     pub(crate) enum X11Present {}
@@ -426,8 +426,8 @@ impl Screen {
 
     /// Presents by copying pixels to the X server where wgpu would present
     /// a GL surface through a blit on the CPU: the GL backend on a
-    /// software adapter, an X11 window the server takes `Bgra8Unorm`
-    /// bytes for, and no vertical blank asked for (the copy never waits
+    /// software adapter, an X11 window the server takes 32-bit blue, green,
+    /// red pixels for, and no vertical blank asked for (the copy never waits
     /// for one). `None`: present through a surface.
     fn attach_put(
         &mut self,
