@@ -43,6 +43,12 @@ pub enum Command {
     /// the window system may give another); headless, draw the picture at
     /// this size from now on.
     Resize(u32, u32),
+    /// Play only positions `first` to `last` (in and out points, both
+    /// played; clamped to the sequence, `0, usize::MAX` is all of it):
+    /// loops wrap from `last` to `first`, the first and last frames are
+    /// theirs, seeks and steps stay inside. A frame on screen outside
+    /// them moves to `first`.
+    Range(usize, usize),
     /// End playback.
     Quit,
 }
@@ -102,21 +108,28 @@ pub fn coalesce(commands: Vec<Command>) -> Vec<Command> {
 }
 
 /// One leg of the route: ticks from `start_tick` on show positions from
-/// `start_pos` on, one per tick.
+/// `start_pos` on, one per tick, within the in and out points `span`
+/// (first position, one past the last).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Leg {
     start_tick: u64,
     start_pos: u64,
     looped: bool,
+    span: (u64, u64),
 }
 
-/// The position a tick shows on a leg over `len` positions; `None` before
-/// the leg starts, or past the end of a sequence that does not loop.
-fn position_on(leg: Leg, len: u64, tick: u64) -> Option<usize> {
+/// The position a tick shows on a leg; `None` before the leg starts, or
+/// past the end of a range that does not loop.
+fn position_on(leg: Leg, tick: u64) -> Option<usize> {
     let step = tick.checked_sub(leg.start_tick)?;
     let pos = leg.start_pos.checked_add(step)?;
-    let pos = if leg.looped { pos % len.max(1) } else { pos };
-    (pos < len).then_some(pos as usize)
+    let (first, end) = leg.span;
+    let pos = if leg.looped && pos >= end {
+        first + (pos - first) % (end - first).max(1)
+    } else {
+        pos
+    };
+    (pos < end).then_some(pos as usize)
 }
 
 /// Legs kept: the render loop runs a few ticks behind the producer, so
@@ -182,6 +195,7 @@ impl Route {
                     start_tick: 0,
                     start_pos: start as u64,
                     looped,
+                    span: (0, len as u64),
                 }]
                 .into(),
                 next: 0,
@@ -196,12 +210,19 @@ impl Route {
         self.len as usize
     }
 
+    /// The in and out points now: the first position played and one past
+    /// the last.
+    pub(crate) fn span(&self) -> (usize, usize) {
+        let (first, end) = self.state.lock().leg().span;
+        (first as usize, end as usize)
+    }
+
     /// The position tick `tick` shows, as the route stands now: through
     /// the leg it belongs to.
     pub(crate) fn position(&self, tick: u64) -> Option<usize> {
         let state = self.state.lock();
         let leg = state.legs.iter().rev().find(|l| l.start_tick <= tick)?;
-        position_on(*leg, self.len, tick)
+        position_on(*leg, tick)
     }
 
     /// Whether the route loops.
@@ -219,7 +240,7 @@ impl Route {
                 return Claim::Closed;
             }
             let tick = state.next.max(state.leg().start_tick);
-            if let Some(pos) = position_on(state.leg(), self.len, tick) {
+            if let Some(pos) = position_on(state.leg(), tick) {
                 state.next = tick + 1;
                 return Claim::Tick { tick, pos };
             }
@@ -227,17 +248,19 @@ impl Route {
         }
     }
 
-    /// Starts a new leg at position `pos`, from a tick no earlier than
-    /// `earliest` and past every tick the producer has claimed; returns
-    /// that tick. Frames pushed for earlier ticks belong to the old leg.
+    /// Starts a new leg at position `pos` (kept within the in and out
+    /// points), from a tick no earlier than `earliest` and past every tick
+    /// the producer has claimed; returns that tick. Frames pushed for
+    /// earlier ticks belong to the old leg.
     pub(crate) fn seek(&self, earliest: u64, pos: usize) -> u64 {
         let mut state = self.state.lock();
         let start = earliest.max(state.next);
-        let looped = state.leg().looped;
+        let Leg { looped, span, .. } = state.leg();
         state.push(Leg {
             start_tick: start,
-            start_pos: (pos as u64).min(self.len.saturating_sub(1)),
+            start_pos: (pos as u64).clamp(span.0, span.1.saturating_sub(1).max(span.0)),
             looped,
+            span,
         });
         self.moved.notify_all();
         start
@@ -255,19 +278,48 @@ impl Route {
         // Where the old leg would have gone next, unwrapped; turning the
         // loop off at the wrap point ends the route there.
         let step = next - leg.start_tick;
+        let (first, end) = leg.span;
         let mut pos = leg.start_pos.saturating_add(step);
-        if leg.looped {
-            pos %= self.len.max(1);
-            if pos == 0 && step > 0 {
-                pos = self.len;
+        if leg.looped && pos >= end {
+            pos = first + (pos - first) % (end - first).max(1);
+            if pos == first && step > 0 {
+                pos = end;
             }
         }
         state.push(Leg {
             start_tick: next,
             start_pos: pos,
             looped,
+            span: leg.span,
         });
         self.moved.notify_all();
+    }
+
+    /// Plays only positions `first` to `last` (both played; clamped to
+    /// the route) from the ticks the producer has not claimed yet: they go
+    /// on where the old leg would have, where that is inside, else from
+    /// `first`; a route that had ended stays ended. Returns the in and out
+    /// points set (first, one past the last).
+    pub(crate) fn set_range(&self, first: usize, last: usize) -> (usize, usize) {
+        let last = (last as u64).min(self.len.saturating_sub(1));
+        let first = (first as u64).min(last);
+        let span = (first, last + 1);
+        let mut state = self.state.lock();
+        let leg = state.leg();
+        let next = state.next.max(leg.start_tick);
+        let start_pos = match position_on(leg, next) {
+            Some(p) if (first..last + 1).contains(&(p as u64)) => p as u64,
+            Some(_) => first,
+            None => span.1,
+        };
+        state.push(Leg {
+            start_tick: next,
+            start_pos,
+            looped: leg.looped,
+            span,
+        });
+        self.moved.notify_all();
+        (first as usize, span.1 as usize)
     }
 
     /// Ends the route: the producer's claim answers [`Claim::Closed`].
@@ -356,6 +408,72 @@ mod tests {
         // A seek to a later tick than the producer's starts there.
         assert_eq!(route.seek(20, 0), 20);
         assert_eq!(claims(&route, 1), [(20, 0)]);
+    }
+
+    #[test]
+    fn a_looped_range_wraps_from_its_out_point_to_its_in_point() {
+        let route = Route::new(10, 0, true);
+        assert_eq!(claims(&route, 2), [(0, 0), (1, 1)]);
+        assert_eq!(route.set_range(2, 4), (2, 5));
+        // Position 2 is next and inside: play goes on from there, then
+        // wraps from 4 to 2.
+        assert_eq!(claims(&route, 5), [(2, 2), (3, 3), (4, 4), (5, 2), (6, 3)]);
+        assert_eq!(route.position(1), Some(1), "claimed ticks keep theirs");
+    }
+
+    #[test]
+    fn a_range_that_leaves_the_next_position_out_starts_at_its_in_point() {
+        let route = Route::new(10, 6, false);
+        assert_eq!(claims(&route, 1), [(0, 6)]);
+        route.set_range(1, 3);
+        assert_eq!(claims(&route, 3), [(1, 1), (2, 2), (3, 3)]);
+        assert_eq!(
+            route.position(4),
+            None,
+            "a range that does not loop ends at its out point"
+        );
+    }
+
+    #[test]
+    fn seeks_stay_inside_the_range_and_clearing_it_plays_everything_again() {
+        let route = Route::new(10, 0, true);
+        route.set_range(3, 5);
+        assert_eq!(
+            route.position(route.seek(0, 9)),
+            Some(5),
+            "past the out point"
+        );
+        assert_eq!(
+            route.position(route.seek(0, 0)),
+            Some(3),
+            "before the in point"
+        );
+        assert_eq!(route.set_range(0, usize::MAX), (0, 10));
+        assert_eq!(route.span(), (0, 10));
+        let start = route.seek(0, 9);
+        assert_eq!(
+            route.position(start + 1),
+            Some(0),
+            "the whole sequence wraps"
+        );
+    }
+
+    #[test]
+    fn an_inverted_or_outlying_range_is_clamped_to_the_sequence() {
+        let route = Route::new(10, 0, false);
+        assert_eq!(route.set_range(7, 2), (2, 3), "in past out: out wins");
+        assert_eq!(route.set_range(20, 30), (9, 10));
+    }
+
+    #[test]
+    fn turning_the_loop_off_at_a_ranges_out_point_ends_there() {
+        let route = Route::new(10, 0, true);
+        // Set before any claim: position 0 is outside, so play starts at
+        // the in point.
+        route.set_range(2, 4);
+        assert_eq!(claims(&route, 3), [(0, 2), (1, 3), (2, 4)]);
+        route.set_looped(false);
+        assert_eq!(route.position(3), None);
     }
 
     #[test]

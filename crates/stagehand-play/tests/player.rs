@@ -173,6 +173,46 @@ fn a_driven_player_draws_the_frame_it_says_is_on_screen_into_the_callers_texture
 }
 
 #[test]
+fn in_and_out_points_set_while_playing_keep_a_looped_player_between_them() {
+    let dir = write_frames("range");
+    let (gpu, engine) = gpu_and_engine();
+    let player = Player::open(&gpu, &engine, options(&dir)).unwrap();
+    // Position 0 on screen is outside 4..=7: the in point's frame shows.
+    player.set_range(4, 7);
+    wait_for(&player, 4);
+    assert_eq!(player.status().range, (4, 8));
+    assert_shows(&drawn(&gpu, &player), 5, "the in point");
+    player.set_looped(true);
+    player.play();
+    // Play wraps from 7 back to 4 and never leaves the range.
+    let mut seen = std::collections::BTreeSet::new();
+    let started = std::time::Instant::now();
+    while !(seen.contains(&7) && seen.contains(&4) && seen.len() >= 4) {
+        assert!(started.elapsed() < SETTLE * 2, "saw only {seen:?}");
+        if let Some(p) = player.position() {
+            assert!((4..=7).contains(&p), "position {p} is outside 4..=7");
+            seen.insert(p);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    player.pause();
+    assert!(player.wait(SETTLE, |s| !s.playing));
+    // Steps wrap at the out point; the whole range comes back.
+    player.seek(7);
+    wait_for(&player, 7);
+    player.step(1);
+    wait_for(&player, 4);
+    player.clear_range();
+    assert!(player.wait(SETTLE, |s| s.range == (0, FRAMES as usize)));
+    player.seek(11);
+    wait_for(&player, 11);
+    assert_shows(&drawn(&gpu, &player), 12, "past the old out point");
+    let summary = player.close().unwrap();
+    assert_eq!(summary.frames.failed, 0, "{summary:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn a_driven_players_events_come_in_the_order_things_happened() {
     let dir = write_frames("events");
     let (gpu, engine) = gpu_and_engine();

@@ -325,11 +325,48 @@ impl Player {
         Ok(())
     }
 
-    /// The range as (first, last) positions: (0, len - 1).
+    /// The positions played, as (first, last): the in and out points
+    /// `set_range` set, else (0, len - 1).
     #[getter]
     fn range(&self) -> PyResult<(usize, usize)> {
-        let len = self.status()?.len;
-        Ok((0, len.saturating_sub(1)))
+        let (first, end) = self.status()?.range;
+        Ok((first, end.saturating_sub(1)))
+    }
+
+    /// Plays only positions `first` to `last` (in and out points, both
+    /// played; clamped to the range): loops wrap from `last` to `first`,
+    /// seeks and steps stay inside, and a frame on screen outside them
+    /// gives way to `first`'s. Waits (a second at most) for the player to
+    /// take it, so that `range` then says what was set.
+    fn set_range(&self, py: Python<'_>, first: i64, last: i64) -> PyResult<()> {
+        let (Ok(from), Ok(to)) = (usize::try_from(first), usize::try_from(last)) else {
+            return Err(errors::invalid(format!(
+                "set_range({first}, {last}): positions are 0 or more"
+            )));
+        };
+        if from > to {
+            return Err(errors::invalid(format!(
+                "set_range({first}, {last}): the first comes after the last"
+            )));
+        }
+        let player = self.player()?;
+        let len = player.status().len;
+        let want = (
+            from.min(len.saturating_sub(1)),
+            to.min(len.saturating_sub(1)) + 1,
+        );
+        player.set_range(from, to);
+        py.detach(|| player.wait(Duration::from_secs(1), |s| s.range == want || s.ended));
+        Ok(())
+    }
+
+    /// Plays the whole range again.
+    fn clear_range(&self, py: Python<'_>) -> PyResult<()> {
+        let player = self.player()?;
+        let len = player.status().len;
+        player.clear_range();
+        py.detach(|| player.wait(Duration::from_secs(1), |s| s.range == (0, len) || s.ended));
+        Ok(())
     }
 
     /// Events let go because 1,024 waited unforwarded (handlers slower

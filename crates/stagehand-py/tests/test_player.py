@@ -240,6 +240,38 @@ def test_looped_reads_back_what_was_set(player):
     assert player.looped is False
 
 
+def test_in_and_out_points_move_the_frame_inside_and_keep_seeks_steps_and_loops_there(
+    player, frame_colours
+):
+    # Frame 0 on screen is outside 3..6: the in point's frame shows.
+    player.set_range(3, 6)
+    assert player.range == (3, 6)
+    assert player.wait(frame=3, timeout=10)
+    assert_colour(centre(player.frame_array()), frame_colours[3], what="the in point")
+    player.seek(10)
+    assert player.wait(frame=6, timeout=10), "a seek past the out point stops there"
+    player.step(1)
+    time.sleep(0.2)
+    assert player.frame == 6, "the out point's frame stays, not looping"
+    player.looped = True
+    player.step(1)
+    assert player.wait(frame=3, timeout=10), "looped: a step past the out point wraps to the in point"
+    player.play()
+    seen = set()
+    assert eventually(lambda: seen.add(player.frame) or len(seen) >= 4, timeout=10)
+    player.pause()
+    assert seen <= {3, 4, 5, 6}, f"played outside the in and out points: {sorted(seen)}"
+    player.clear_range()
+    assert player.range == (0, 11)
+
+
+def test_an_inverted_or_negative_range_is_an_invalid_argument(player):
+    for first, last in ((5, 2), (-1, 3)):
+        with pytest.raises(stagehand_gpu.InvalidArgumentError, match="set_range"):
+            player.set_range(first, last)
+    assert player.range == (0, 11)
+
+
 def test_exposure_out_of_range_is_an_invalid_argument(player):
     for stops in (float("nan"), float("inf"), 33.0, -40.0):
         with pytest.raises(stagehand_gpu.InvalidArgumentError, match="stops"):

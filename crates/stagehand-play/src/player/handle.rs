@@ -135,6 +135,19 @@ impl Player {
         self.remote.send(Command::Loop(on));
     }
 
+    /// Plays only positions `first` to `last` of the range (in and out
+    /// points, both played; clamped to it): loops wrap from `last` to
+    /// `first`, seeks, steps and the first and last frames stay inside.
+    /// A frame on screen outside them gives way to `first`'s.
+    pub fn set_range(&self, first: usize, last: usize) {
+        self.remote.send(Command::Range(first, last));
+    }
+
+    /// Plays the whole range again (no in and out points).
+    pub fn clear_range(&self) {
+        self.remote.send(Command::Range(0, usize::MAX));
+    }
+
     /// Changes the exposure of scene-linear sources by `stops`.
     pub fn expose(&self, stops: f32) {
         self.remote.send(Command::Exposure(stops));

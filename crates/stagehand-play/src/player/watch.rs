@@ -39,6 +39,9 @@ pub struct Status {
     pub playing: bool,
     /// Positions in the range.
     pub len: usize,
+    /// The in and out points: the first position played and one past the
+    /// last (`0, len` unless [`Command::Range`](crate::Command) set them).
+    pub range: (usize, usize),
     /// Whether playback loops.
     pub looped: bool,
     /// Whether playback has ended.

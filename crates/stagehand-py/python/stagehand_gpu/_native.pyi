@@ -237,7 +237,12 @@ class Player:
     @looped.setter
     def looped(self, on: bool) -> None: ...
     @property
-    def range(self) -> tuple[int, int]: ...
+    def range(self) -> tuple[int, int]:
+        """The positions played, (first, last): the in and out points, else (0, len - 1)."""
+    def set_range(self, first: int, last: int) -> None:
+        """Plays only positions first to last (in and out points, both played)."""
+    def clear_range(self) -> None:
+        """Plays the whole range again."""
     @property
     def ended(self) -> bool: ...
     @property

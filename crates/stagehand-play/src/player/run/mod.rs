@@ -353,7 +353,7 @@ impl Run<'_> {
         passes.pass.frames += u64::from(is_frame);
         passes.pass.uploads += self.uploaded_through(tick);
         self.gaps += u64::from(!is_frame);
-        if pos + 1 == self.shared.route.len() {
+        if pos + 1 == self.shared.route.span().1 {
             let shown = self.shown();
             self.close_pass(&mut passes.pass, shown - passes.shown_before);
             passes.shown_before = shown;
@@ -427,7 +427,8 @@ impl Run<'_> {
     ) -> Result<Next, PlayError> {
         let shared = Arc::clone(&self.shared);
         let (clock, route) = (&shared.clock, &shared.route);
-        let last = route.len().saturating_sub(1);
+        let (first, end) = route.span();
+        let last = end.saturating_sub(1);
         match command {
             Command::Quit => return Ok(Next::Quit),
             Command::TogglePause | Command::Play if clock.paused() => {
@@ -436,10 +437,13 @@ impl Run<'_> {
             Command::TogglePause | Command::Pause => clock.pause(),
             Command::Play => {}
             Command::Step(n) => self.step(gpu, renderer, output, tick, n, options)?,
-            Command::First => self.seek(gpu, renderer, output, tick, 0, options)?,
+            Command::First => self.seek(gpu, renderer, output, tick, first, options)?,
             Command::Last => self.seek(gpu, renderer, output, tick, last, options)?,
             Command::Seek(pos) => {
-                self.seek(gpu, renderer, output, tick, pos.min(last), options)?;
+                self.seek(gpu, renderer, output, tick, pos.clamp(first, last), options)?;
+            }
+            Command::Range(from, to) => {
+                self.set_range(gpu, renderer, output, tick, (from, to), options)?
             }
             Command::ToggleLoop => self.set_looped(!route.looped()),
             Command::Loop(on) => self.set_looped(on),
@@ -476,6 +480,27 @@ impl Run<'_> {
         }
     }
 
+    /// Plays only positions `first` to `last` from now on: the route's
+    /// in and out points; a frame on screen outside them gives way to the
+    /// in point's, shown at once.
+    fn set_range(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        tick: &mut u64,
+        (first, last): (usize, usize),
+        options: &PlayOptions,
+    ) -> Result<(), PlayError> {
+        let (first, end) = self.shared.route.set_range(first, last);
+        match self.screen_position() {
+            Some(pos) if !(first..end).contains(&pos) => {
+                self.seek(gpu, renderer, output, tick, first, options)
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Runs the clock again: from the start of the range when playback
     /// had run past its end.
     fn resume(
@@ -487,7 +512,8 @@ impl Run<'_> {
         options: &PlayOptions,
     ) -> Result<(), PlayError> {
         if self.shared.route.position(*tick).is_none() {
-            self.seek(gpu, renderer, output, tick, 0, options)?;
+            let first = self.shared.route.span().0;
+            self.seek(gpu, renderer, output, tick, first, options)?;
         }
         self.last_present = None;
         self.shared.clock.resume();
@@ -508,7 +534,7 @@ impl Run<'_> {
     ) -> Result<(), PlayError> {
         let shared = Arc::clone(&self.shared);
         shared.clock.pause();
-        let (len, looped) = (shared.route.len(), shared.route.looped());
+        let ((first, end), looped) = (shared.route.span(), shared.route.looped());
         let Some(on_screen) = self.screen_position() else {
             if n > 0 && shared.route.position(*tick).is_some() {
                 self.show_now(gpu, renderer, output, *tick, options)?;
@@ -516,14 +542,16 @@ impl Run<'_> {
             }
             return Ok(());
         };
+        // Steps count within the in and out points.
+        let (from, len) = (on_screen.clamp(first, end - 1) - first, end - first);
         if n < 0 {
-            let to = step_back(on_screen, n.unsigned_abs(), len, looped);
+            let to = first + step_back(from, n.unsigned_abs(), len, looped);
             return self.seek(gpu, renderer, output, tick, to, options);
         }
         if n == 0 {
             return Ok(());
         }
-        let wanted = step_forward(on_screen, n.unsigned_abs(), len, looped);
+        let wanted = first + step_forward(from, n.unsigned_abs(), len, looped);
         if wanted == on_screen && !looped {
             // The last frame of a range that does not loop stays.
             return Ok(());
@@ -698,6 +726,7 @@ impl Run<'_> {
             position: self.screen_position(),
             playing: !ended && !shared.clock.paused(),
             len: shared.route.len(),
+            range: shared.route.span(),
             looped: shared.route.looped(),
             ended,
         });
