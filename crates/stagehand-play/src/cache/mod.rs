@@ -212,6 +212,9 @@ pub struct FrameCache {
     frame_bytes: u64,
     /// Whether play wraps from the last position to the first.
     looped: AtomicBool,
+    /// The in and out points: the first position played and one past the
+    /// last (0 and `len` unless set). Frames outside are the least useful.
+    span: Mutex<(usize, usize)>,
     state: Mutex<State>,
     changed: Condvar,
 }
@@ -239,6 +242,7 @@ impl FrameCache {
             skip,
             frame_bytes: frame_bytes.max(1),
             looped: AtomicBool::new(config.looped),
+            span: Mutex::new((0, len)),
             state: Mutex::new(State::empty(config.budget)),
             changed: Condvar::new(),
         }
@@ -251,6 +255,23 @@ impl FrameCache {
 
     fn looped(&self) -> bool {
         self.looped.load(Ordering::Relaxed)
+    }
+
+    /// The in and out points now (first, one past the last).
+    fn span(&self) -> (usize, usize) {
+        *self.span.lock()
+    }
+
+    /// Plays positions `first` to `end - 1` only (clamped to the
+    /// sequence): loops wrap from the last to the first, decoding runs
+    /// ahead inside them, and frames outside are the first let go.
+    pub fn set_range(&self, first: usize, end: usize) {
+        let end = end.clamp(1, self.len.max(1));
+        *self.span.lock() = (first.min(end - 1), end);
+        let mut state = self.state.lock();
+        self.let_go_of_played(&mut state);
+        drop(state);
+        self.changed.notify_all();
     }
 
     /// Play wraps from the last position to the first (`true`), or stops
@@ -285,9 +306,15 @@ impl FrameCache {
         state.stats.frames = state.held.len() as u64;
     }
 
-    /// Where `pos` stands from the playhead.
+    /// Where `pos` stands from the playhead, counted inside the in and
+    /// out points (outside them: far).
     fn place(&self, playhead: usize, pos: usize) -> Place {
-        let len = self.len.max(1);
+        let (first, end) = self.span();
+        if !(first..end).contains(&pos) {
+            return Place::Far(self.len);
+        }
+        let len = end - first;
+        let (playhead, pos) = (playhead.clamp(first, end - 1) - first, pos - first);
         let (ahead, behind) = if self.looped() {
             (
                 Some((pos + len - playhead) % len),
@@ -400,15 +427,17 @@ impl FrameCache {
     /// (gaps not counted), with the frames counted to it, itself
     /// included.
     fn next_to_decode(&self, state: &State, start: usize, window: usize) -> Option<(usize, usize)> {
+        let (first, end) = self.span();
+        let playhead = state.playhead.clamp(first, end - 1);
         let mut frames = 0;
         let mut d = start;
-        while d < self.len {
+        while d < end - first {
             let p = if self.looped() {
-                (state.playhead + d) % self.len
+                first + (playhead - first + d) % (end - first)
             } else {
-                state.playhead + d
+                playhead + d
             };
-            if p >= self.len || frames >= window {
+            if p >= end || frames >= window {
                 return None;
             }
             // A run of gaps is passed in one step, however long.
@@ -750,6 +779,29 @@ mod tests {
             hand_over: 1,
         };
         FrameCache::new(config, len, Gaps::none(), 4)
+    }
+
+    #[test]
+    fn a_looped_range_decodes_only_between_its_in_and_out_points_wrapping_at_the_out_point() {
+        // Ten positions, a budget of four, play looping 6 to 8 from 7.
+        let c = cache(4, true, 10);
+        c.set_range(6, 9);
+        c.set_playhead(7);
+        let mut claimed = Vec::new();
+        while let Some(p) = (!c.idle()).then(|| c.claim()).flatten() {
+            claimed.push(p);
+            c.complete(p, Ok(frame(p as u8)));
+            assert!(claimed.len() <= 3, "decoded outside the range: {claimed:?}");
+        }
+        assert_eq!(claimed, [7, 8, 6], "inside the range, from the playhead on");
+        // A frame outside the range is the first to go for one inside.
+        let outside = cache(2, true, 10);
+        outside.insert_frame(0, frame(0));
+        outside.insert_frame(1, frame(1));
+        outside.set_range(1, 3);
+        outside.set_playhead(1);
+        assert!(outside.insert_frame(2, frame(2)));
+        assert!(!outside.contains(0) && outside.contains(1) && outside.contains(2));
     }
 
     #[test]

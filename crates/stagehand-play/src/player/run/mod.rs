@@ -493,6 +493,9 @@ impl Run<'_> {
         options: &PlayOptions,
     ) -> Result<(), PlayError> {
         let (first, end) = self.shared.route.set_range(first, last);
+        if let Feed::Frames { cache, .. } = self.feed {
+            cache.set_range(first, end);
+        }
         match self.screen_position() {
             Some(pos) if !(first..end).contains(&pos) => {
                 self.seek(gpu, renderer, output, tick, first, options)
