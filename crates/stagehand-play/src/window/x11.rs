@@ -273,10 +273,14 @@ impl X11Present {
 /// bytes swapped: red, green, blue, alpha into blue, green, red, alpha.
 /// Whole words, so the compiler makes it a vector loop as fast as a copy.
 fn swap_red_and_blue(from: &[u8], to: &mut [u8]) {
-    for (from, to) in from.chunks_exact(4).zip(to.chunks_exact_mut(4)) {
-        let p = u32::from_le_bytes([from[0], from[1], from[2], from[3]]);
+    // Fixed-size pixels: no bounds check inside the loop to stop it
+    // becoming vector code (indexing slices of four did, at 9% of the
+    // player's CPU time against 1% for a copy).
+    let (from, to) = (from.as_chunks::<4>().0, to.as_chunks_mut::<4>().0);
+    for (from, to) in from.iter().zip(to) {
+        let p = u32::from_le_bytes(*from);
         let swapped = (p & 0xff00_ff00) | ((p >> 16) & 0xff) | ((p & 0xff) << 16);
-        to.copy_from_slice(&swapped.to_le_bytes());
+        *to = swapped.to_le_bytes();
     }
 }
 
