@@ -19,19 +19,8 @@ pub(crate) struct Bars {
 impl Bars {
     /// Bars for targets of `format`.
     pub(crate) fn new(gpu: &Gpu, format: wgpu::TextureFormat) -> Result<Self> {
-        let device = gpu.device();
-        let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("play bars"),
-            source: wgpu::ShaderSource::Wgsl(
-                concat!(include_str!("fullscreen.wgsl"), include_str!("bars.wgsl")).into(),
-            ),
-        })?;
-        let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("play bars"),
-            bind_group_layouts: &[],
-            immediate_size: 0,
-        })?;
-        let pipeline = super::full_screen_pipeline(gpu, &shader, &layout, format, &[])?;
+        let pipeline =
+            super::full_screen_program(gpu, "play bars", include_str!("bars.wgsl"), None, format)?;
         Ok(Self { pipeline })
     }
 

@@ -554,6 +554,34 @@ fn full_screen_pipeline(
         })
 }
 
+/// A pipeline drawing `fragment` (WGSL with an `fs` entry point, after
+/// fullscreen.wgsl's vertex stage) into targets of `format`, reading
+/// one bind group of `layout` where given, else none.
+fn full_screen_program(
+    gpu: &Gpu,
+    label: &str,
+    fragment: &str,
+    layout: Option<&wgpu::BindGroupLayout>,
+    format: wgpu::TextureFormat,
+) -> Result<Tracked<wgpu::RenderPipeline>> {
+    let device = gpu.device();
+    let source = format!("{}{fragment}", include_str!("fullscreen.wgsl"));
+    let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(label),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    })?;
+    let groups = match layout {
+        Some(layout) => vec![Some(layout)],
+        None => Vec::new(),
+    };
+    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some(label),
+        bind_group_layouts: &groups,
+        immediate_size: 0,
+    })?;
+    full_screen_pipeline(gpu, &shader, &pipeline_layout, format, &[])
+}
+
 /// The attachment of a target the pass draws every pixel of: its
 /// contents before the pass are not read, loaded or cleared.
 pub(crate) fn drawn_over(view: &wgpu::TextureView) -> wgpu::RenderPassColorAttachment<'_> {

@@ -104,19 +104,13 @@ impl Upscale {
         layout: &wgpu::BindGroupLayout,
         target: wgpu::TextureFormat,
     ) -> Result<Tracked<wgpu::RenderPipeline>> {
-        let device = gpu.device();
-        let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("play scale"),
-            source: wgpu::ShaderSource::Wgsl(
-                concat!(include_str!("fullscreen.wgsl"), include_str!("scale.wgsl")).into(),
-            ),
-        })?;
-        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("play scale"),
-            bind_group_layouts: &[Some(layout)],
-            immediate_size: 0,
-        })?;
-        super::full_screen_pipeline(gpu, &shader, &pipeline_layout, target, &[])
+        super::full_screen_program(
+            gpu,
+            "play scale",
+            include_str!("scale.wgsl"),
+            Some(layout),
+            target,
+        )
     }
 
     /// Whether converting first costs less than converting on screen, for
