@@ -49,8 +49,38 @@ pub enum Command {
     /// theirs, seeks and steps stay inside. A frame on screen outside
     /// them moves to `first`.
     Range(usize, usize),
+    /// Set the in point at the frame on screen (the out point stays,
+    /// unless it is before it: then the range runs to the end).
+    InPoint,
+    /// Set the out point at the frame on screen (the in point stays,
+    /// unless it is after it: then the range starts at the first frame).
+    OutPoint,
+    /// Play at this many times the frame rate from now on (clamped to
+    /// [`MIN_RATE`] to [`MAX_RATE`]; a value that is not a number is
+    /// ignored). The sound plays at 1 only: at any other rate it is
+    /// silent, and the wall clock keeps time.
+    Rate(f64),
+    /// Play at this many times the rate now (a key's faster or slower),
+    /// within the same bounds as [`Rate`](Self::Rate).
+    RateTimes(f64),
+    /// Show scene-linear sources through this transfer function
+    /// (display-referred sources are drawn as they are).
+    Transfer(crate::render::Transfer),
+    /// The next transfer function: sRGB, then BT.709, then linear.
+    NextTransfer,
     /// End playback.
     Quit,
+}
+
+/// The slowest rate [`Command::Rate`] plays at.
+pub const MIN_RATE: f64 = 1.0 / 16.0;
+/// The fastest rate [`Command::Rate`] plays at.
+pub const MAX_RATE: f64 = 16.0;
+
+/// `rate` made one [`Command::Rate`] plays at: clamped to [`MIN_RATE`] to
+/// [`MAX_RATE`]; `None` for a value that is not a number.
+pub fn bounded_rate(rate: f64) -> Option<f64> {
+    (!rate.is_nan()).then(|| rate.clamp(MIN_RATE, MAX_RATE))
 }
 
 impl Command {

@@ -263,3 +263,135 @@ fn a_player_opened_on_nothing_playable_returns_a_typed_error_at_once() {
         })
     ));
 }
+
+#[test]
+fn marking_in_and_out_at_the_frame_on_screen_sets_the_range_there() {
+    let dir = write_frames("marks");
+    let (gpu, engine) = gpu_and_engine();
+    let player = Player::open(&gpu, &engine, options(&dir)).unwrap();
+    player.seek(3);
+    wait_for(&player, 3);
+    player.mark_in();
+    assert!(player.wait(SETTLE, |s| s.range == (3, FRAMES as usize)));
+    player.seek(8);
+    wait_for(&player, 8);
+    player.mark_out();
+    assert!(player.wait(SETTLE, |s| s.range == (3, 9)));
+    // A seek before the in point stops at it.
+    player.seek(1);
+    wait_for(&player, 3);
+    assert_shows(&drawn(&gpu, &player), 4, "the in point");
+    // An in point after the out point opens the range to the end.
+    player.seek(8);
+    wait_for(&player, 8);
+    player.clear_range();
+    assert!(player.wait(SETTLE, |s| s.range == (0, FRAMES as usize)));
+    player.seek(10);
+    wait_for(&player, 10);
+    player.set_range(2, 5);
+    wait_for(&player, 2);
+    player.seek(5);
+    wait_for(&player, 5);
+    player.mark_in();
+    assert!(
+        player.wait(SETTLE, |s| s.range == (5, 6)),
+        "{:?}",
+        player.status()
+    );
+    player.close().unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn at_a_sixteenth_of_the_rate_a_second_of_play_moves_a_frame_or_two_and_back_at_one_it_runs_to_the_end()
+ {
+    let dir = write_frames("rate");
+    let (gpu, engine) = gpu_and_engine();
+    let player = Player::open(&gpu, &engine, options(&dir)).unwrap();
+    assert_eq!(player.status().rate, 1.0);
+    player.set_rate(1.0 / 16.0);
+    assert!(player.wait(SETTLE, |s| s.rate == 1.0 / 16.0));
+    player.play();
+    assert!(player.wait(SETTLE, |s| s.playing));
+    std::thread::sleep(Duration::from_secs(1));
+    // 24 fps at a sixteenth: 1.5 frames a second. At 1 the 12 frames
+    // would have run out after half a second.
+    let slow = player.position().unwrap();
+    assert!(slow <= 3, "position {slow} after a second at 1/16");
+    assert!(player.status().playing, "still playing");
+    // Out of bounds is clamped; not a number is ignored.
+    player.set_rate(f64::NAN);
+    player.set_rate(1000.0);
+    assert!(
+        player.wait(SETTLE, |s| s.rate == 16.0),
+        "{:?}",
+        player.status()
+    );
+    player.set_rate(1.0);
+    assert!(player.wait(SETTLE, |s| s.rate == 1.0));
+    wait_for(&player, FRAMES as usize - 1);
+    player.close().unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_display_transfer_changes_how_a_scene_linear_frame_is_drawn_and_not_a_display_referred_one() {
+    use stagehand_play::render::{Display, Transfer, encode};
+    let dir = std::env::temp_dir().join(format!("stagehand-player-exr-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in 1..=3 {
+        stagehand_play::testdata::write_exr_half(
+            &dir.join(format!("grey.{n:04}.exr")),
+            (W, H),
+            exr::compression::Compression::ZIP16,
+            |_, _, c| if c == 3 { 1.0 } else { 0.18 },
+        )
+        .unwrap();
+    }
+    let (gpu, engine) = gpu_and_engine();
+    let player = Player::open(&gpu, &engine, options(&dir)).unwrap();
+    for transfer in [Transfer::Linear, Transfer::Rec709, Transfer::Srgb] {
+        player.set_transfer(transfer);
+        assert!(
+            player.wait(SETTLE, |s| s
+                .display
+                .is_some_and(|d| d.transfer == transfer)),
+            "{:?}",
+            player.status()
+        );
+        let want = (encode(
+            0.18,
+            Display {
+                transfer,
+                exposure: 0.0,
+            },
+        ) * 255.0)
+            .round() as u8;
+        // The player redraws its picture between ticks: wait for it.
+        let deadline = std::time::Instant::now() + SETTLE;
+        let mut got = drawn(&gpu, &player);
+        while got[0].abs_diff(want) > 2 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            got = drawn(&gpu, &player);
+        }
+        assert!(
+            got[0].abs_diff(want) <= 2,
+            "{transfer:?}: {} for {want}",
+            got[0]
+        );
+    }
+    player.close().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // A display-referred source has no transform to change.
+    let dir = write_frames("transfer");
+    let player = Player::open(&gpu, &engine, options(&dir)).unwrap();
+    player.set_transfer(Transfer::Linear);
+    player.step(1);
+    wait_for(&player, 1);
+    assert_eq!(player.status().display, None);
+    assert_shows(&drawn(&gpu, &player), 2, "a PNG through any transfer");
+    player.close().unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}

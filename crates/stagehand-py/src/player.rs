@@ -369,6 +369,94 @@ impl Player {
         Ok(())
     }
 
+    /// Makes the frame on screen the in point (the out point stays where
+    /// it still follows it, else the range runs to the end). Waits (a
+    /// second at most) for the player to take it.
+    fn mark_in(&self, py: Python<'_>) -> PyResult<()> {
+        let player = self.player()?;
+        let at = player.status().position;
+        player.mark_in();
+        py.detach(|| {
+            player.wait(Duration::from_secs(1), |s| {
+                s.range.0 == at.unwrap_or(0) || s.ended
+            })
+        });
+        Ok(())
+    }
+
+    /// Makes the frame on screen the out point (the in point stays where
+    /// it still comes before it, else the range starts at the first
+    /// frame). Waits (a second at most) for the player to take it.
+    fn mark_out(&self, py: Python<'_>) -> PyResult<()> {
+        let player = self.player()?;
+        let at = player.status().position;
+        player.mark_out();
+        py.detach(|| {
+            player.wait(Duration::from_secs(1), |s| {
+                s.range.1 == at.map_or(s.range.1, |p| p + 1) || s.ended
+            })
+        });
+        Ok(())
+    }
+
+    /// Play time per wall time: 1 plays at the frame rate, 2 twice as
+    /// fast, 0.5 at half speed; set it to change (from 1/16 to 16). Sound
+    /// plays at 1 only, and is silent at any other rate.
+    #[getter]
+    fn rate(&self) -> PyResult<f64> {
+        Ok(self.status()?.rate)
+    }
+
+    /// Waits (a second at most) for the player to take it, so that
+    /// reading it back says what was set.
+    #[setter]
+    fn set_rate(&self, py: Python<'_>, rate: f64) -> PyResult<()> {
+        use stagehand_play::transport::{MAX_RATE, MIN_RATE};
+        if !(MIN_RATE..=MAX_RATE).contains(&rate) {
+            return Err(errors::invalid(format!(
+                "rate {rate}: must be from {MIN_RATE} to {MAX_RATE}"
+            )));
+        }
+        let player = self.player()?;
+        player.set_rate(rate);
+        py.detach(|| player.wait(Duration::from_secs(1), |s| s.rate == rate || s.ended));
+        Ok(())
+    }
+
+    /// The display transform of scene-linear sources (EXR, float TIFF):
+    /// "srgb", "rec709" or "linear"; `None` for display-referred sources,
+    /// drawn as they are. Set it to change.
+    #[getter]
+    fn transfer(&self) -> PyResult<Option<String>> {
+        Ok(self
+            .status()?
+            .display
+            .map(|d| transfer_name(d.transfer).to_owned()))
+    }
+
+    /// Waits (a second at most) for the player to take it.
+    #[setter]
+    fn set_transfer(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        let transfer: stagehand_play::Transfer = name
+            .parse()
+            .map_err(|e: String| errors::invalid(format!("transfer {e}")))?;
+        let player = self.player()?;
+        player.set_transfer(transfer);
+        py.detach(|| {
+            player.wait(Duration::from_secs(1), |s| {
+                s.display.is_none_or(|d| d.transfer == transfer) || s.ended
+            })
+        });
+        Ok(())
+    }
+
+    /// The exposure of scene-linear sources, in stops; `None` for
+    /// display-referred sources.
+    #[getter]
+    fn exposure(&self) -> PyResult<Option<f32>> {
+        Ok(self.status()?.display.map(|d| d.exposure))
+    }
+
     /// Events let go because 1,024 waited unforwarded (handlers slower
     /// than the frames); 0 while the handlers keep up.
     #[getter]
@@ -715,5 +803,14 @@ impl NativeView {
     /// Lets go of the window (the toolkit is about to destroy it).
     fn close(&self) {
         self.window.lock().take();
+    }
+}
+
+/// A transfer function's name, as `transfer` takes and gives it.
+fn transfer_name(transfer: stagehand_play::Transfer) -> &'static str {
+    match transfer {
+        stagehand_play::Transfer::Srgb => "srgb",
+        stagehand_play::Transfer::Rec709 => "rec709",
+        stagehand_play::Transfer::Linear => "linear",
     }
 }

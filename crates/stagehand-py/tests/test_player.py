@@ -272,6 +272,43 @@ def test_an_inverted_or_negative_range_is_an_invalid_argument(player):
     assert player.range == (0, 11)
 
 
+def test_mark_in_and_mark_out_set_the_range_at_the_frame_on_screen(player):
+    player.seek(2)
+    assert player.wait(frame=2, timeout=10)
+    player.mark_in()
+    assert player.range == (2, 11)
+    player.seek(7)
+    assert player.wait(frame=7, timeout=10)
+    player.mark_out()
+    assert player.range == (2, 7)
+    player.seek(9)
+    assert player.wait(frame=7, timeout=10), "a seek past the out point stops there"
+
+
+def test_rate_reads_back_what_was_set_and_a_slow_rate_holds_the_frame(player):
+    assert player.rate == 1.0
+    player.rate = 1 / 16
+    assert player.rate == 1 / 16
+    player.play()
+    time.sleep(1.0)
+    # 24 fps at a sixteenth is 1.5 frames a second; at 1 all 12 would be gone.
+    assert player.frame <= 3, f"frame {player.frame} after a second at 1/16"
+    player.rate = 2.0
+    assert player.rate == 2.0
+    for bad in (0.0, -1.0, 17.0, float("nan")):
+        with pytest.raises(stagehand_gpu.InvalidArgumentError, match="rate"):
+            player.rate = bad
+
+
+def test_a_display_referred_source_has_no_transfer_and_an_unknown_name_is_invalid(player):
+    assert player.transfer is None
+    assert player.exposure is None
+    player.transfer = "linear"
+    assert player.transfer is None
+    with pytest.raises(stagehand_gpu.InvalidArgumentError, match="transfer"):
+        player.transfer = "gamma 2.2"
+
+
 def test_exposure_out_of_range_is_an_invalid_argument(player):
     for stops in (float("nan"), float("inf"), 33.0, -40.0):
         with pytest.raises(stagehand_gpu.InvalidArgumentError, match="stops"):

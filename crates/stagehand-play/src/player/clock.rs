@@ -72,10 +72,49 @@ impl Clock {
     /// pictures neither jump ahead nor back.
     fn sound_now(&self) -> Option<Duration> {
         #[cfg(feature = "video")]
-        if let Some(sound) = self.sound.get() {
+        if let Some(sound) = self.sound.get()
+            && self.wall.rate() == 1.0
+        {
             return sound.now_or_hand_over(&self.wall);
         }
         None
+    }
+
+    /// Whether the sound keeps play time: there is sound, and the rate is
+    /// 1 (at any other the sound is silent and the wall clock keeps it).
+    pub(super) fn sound_keeps_time(&self) -> bool {
+        #[cfg(feature = "video")]
+        if self.sound.get().is_some() {
+            return self.wall.rate() == 1.0;
+        }
+        false
+    }
+
+    /// Play time per wall time.
+    pub(super) fn rate(&self) -> f64 {
+        self.wall.rate()
+    }
+
+    /// Play time goes on at `rate` times the wall's from where it is now.
+    /// The sound keeps time at 1 only: at any other rate it is silent, and
+    /// back at 1 it plays again from the pictures' time.
+    pub(super) fn set_rate(&self, rate: f64) {
+        let now = self.now();
+        if let Some(t) = now {
+            self.wall.set(t);
+        }
+        self.wall.set_rate(rate);
+        #[cfg(feature = "video")]
+        if let Some(sound) = self.sound.get() {
+            if rate != 1.0 {
+                sound.pause();
+            } else if let Some(t) = now {
+                sound.set_with(t, &self.wall);
+                if !self.paused() {
+                    sound.resume();
+                }
+            }
+        }
     }
 
     /// Time stood still waiting for frames (every-frame mode).
@@ -106,9 +145,7 @@ impl Clock {
 
     /// Every-frame mode: the clock stood still for `d`.
     pub(super) fn wait_added(&self, d: Duration) {
-        let mut state = self.wall.state.lock();
-        state.behind += d.as_nanos() as i128;
-        state.waited += d;
+        self.wall.wait_added(d);
     }
 
     pub(super) fn pause(&self) {
@@ -122,7 +159,9 @@ impl Clock {
     pub(super) fn resume(&self) {
         self.wall.resume();
         #[cfg(feature = "video")]
-        if let Some(sound) = self.sound.get() {
+        if let Some(sound) = self.sound.get()
+            && self.wall.rate() == 1.0
+        {
             sound.resume();
         }
     }
@@ -137,7 +176,9 @@ impl Clock {
     pub(super) fn set(&self, t: Duration) {
         self.start();
         #[cfg(feature = "video")]
-        if let Some(sound) = self.sound.get() {
+        if let Some(sound) = self.sound.get()
+            && self.wall.rate() == 1.0
+        {
             sound.set_with(t, &self.wall);
             return;
         }
@@ -145,23 +186,66 @@ impl Clock {
     }
 }
 
-/// Wall time since the start, less the time it stood still; a seek moves
-/// it.
+/// Wall time since the start, less the time it stood still, times the
+/// rate; a seek moves it.
 #[derive(Default)]
 pub(super) struct WallClock {
     start: OnceLock<Instant>,
     state: Mutex<WallState>,
 }
 
-#[derive(Default)]
+/// Play time as a line through one point: `anchor_play` at wall time
+/// `anchor_wall` (since the start), going on at `rate` while it runs.
 struct WallState {
-    /// Wall time since the start less play time, in nanoseconds (negative
-    /// once a seek has moved play time ahead of the wall).
-    behind: i128,
+    /// Wall time since the start at the anchor, in nanoseconds.
+    anchor_wall: i128,
+    /// Play time at the anchor, in nanoseconds.
+    anchor_play: i128,
+    /// Play time per wall time.
+    rate: f64,
     /// Since when it stands still.
     paused_at: Option<Instant>,
     /// Time it stood still waiting for frames (every-frame mode).
     waited: Duration,
+}
+
+impl Default for WallState {
+    fn default() -> Self {
+        Self {
+            anchor_wall: 0,
+            anchor_play: 0,
+            rate: 1.0,
+            paused_at: None,
+            waited: Duration::ZERO,
+        }
+    }
+}
+
+impl WallState {
+    /// Play time at `wall` nanoseconds since the start.
+    fn play_at(&self, wall: i128) -> i128 {
+        if self.paused_at.is_some() {
+            return self.anchor_play;
+        }
+        self.anchor_play + ((wall - self.anchor_wall) as f64 * self.rate) as i128
+    }
+
+    /// Moves the anchor to `wall` (nanoseconds since the start), play time
+    /// unchanged.
+    fn rebase(&mut self, wall: i128) {
+        self.anchor_play = self.play_at(wall);
+        self.anchor_wall = wall;
+    }
+}
+
+/// Nanoseconds of `d`, for the clock's arithmetic.
+fn nanos(d: Duration) -> i128 {
+    d.as_nanos() as i128
+}
+
+/// Nanoseconds clamped to a duration.
+fn duration(ns: i128) -> Duration {
+    Duration::from_nanos(ns.clamp(0, i128::from(u64::MAX)) as u64)
 }
 
 impl WallClock {
@@ -173,11 +257,39 @@ impl WallClock {
         *self.start.get_or_init(Instant::now)
     }
 
+    /// Wall time since the start now, in nanoseconds (at the pause, while
+    /// paused).
+    fn wall_now(&self, state: &WallState) -> i128 {
+        let start = self.start_at();
+        nanos(state.paused_at.unwrap_or_else(Instant::now) - start)
+    }
+
     /// When play time reaches `t` (if the clock runs).
     fn due(&self, t: Duration) -> Instant {
         let start = self.start_at();
-        let at = t.as_nanos() as i128 + self.state.lock().behind;
-        start + Duration::from_nanos(at.clamp(0, i128::from(u64::MAX)) as u64)
+        let state = self.state.lock();
+        let ahead = (nanos(t) - state.anchor_play) as f64 / state.rate;
+        start + duration(state.anchor_wall + ahead as i128)
+    }
+
+    /// Play time per wall time.
+    fn rate(&self) -> f64 {
+        self.state.lock().rate
+    }
+
+    /// Play time goes on at `rate` from now, from where it is.
+    fn set_rate(&self, rate: f64) {
+        let mut state = self.state.lock();
+        let wall = self.wall_now(&state);
+        state.rebase(wall);
+        state.rate = rate;
+    }
+
+    /// Every-frame mode: play time stood still for `d` of wall time.
+    fn wait_added(&self, d: Duration) {
+        let mut state = self.state.lock();
+        state.anchor_wall += nanos(d);
+        state.waited += d;
     }
 
     /// Takes over from another source that stood at `t` when last read,
@@ -188,20 +300,21 @@ impl WallClock {
             return;
         };
         let mut state = self.state.lock();
-        let wall_now = state.paused_at.unwrap_or_else(Instant::now);
-        let t = t + wall_now.saturating_duration_since(at);
-        let wall = wall_now - start;
-        state.behind = wall.as_nanos() as i128 - t.as_nanos() as i128;
+        let paused = state.paused_at.take();
+        state.anchor_play = nanos(t);
+        state.anchor_wall = nanos(at.saturating_duration_since(start));
+        if let Some(paused) = paused {
+            state.rebase(nanos(paused.saturating_duration_since(start)));
+            state.paused_at = Some(paused);
+        }
     }
 }
 
 impl TimeSource for WallClock {
     fn now(&self) -> Option<Duration> {
-        let start = self.started()?;
+        self.started()?;
         let state = self.state.lock();
-        let wall = state.paused_at.unwrap_or_else(Instant::now) - start;
-        let t = wall.as_nanos() as i128 - state.behind;
-        Some(Duration::from_nanos(t.clamp(0, i128::from(u64::MAX)) as u64))
+        Some(duration(state.play_at(self.wall_now(&state))))
     }
 
     fn start(&self) {
@@ -209,21 +322,25 @@ impl TimeSource for WallClock {
     }
 
     fn pause(&self) {
-        self.state.lock().paused_at.get_or_insert_with(Instant::now);
+        let mut state = self.state.lock();
+        if state.paused_at.is_none() {
+            let wall = self.wall_now(&state);
+            state.rebase(wall);
+            state.paused_at = Some(Instant::now());
+        }
     }
 
     fn resume(&self) {
         let mut state = self.state.lock();
-        if let Some(at) = state.paused_at.take() {
-            state.behind += at.elapsed().as_nanos() as i128;
+        if state.paused_at.take().is_some() {
+            state.anchor_wall = self.wall_now(&state);
         }
     }
 
     fn set(&self, t: Duration) {
-        let start = self.start_at();
         let mut state = self.state.lock();
-        let wall = state.paused_at.unwrap_or_else(Instant::now) - start;
-        state.behind = wall.as_nanos() as i128 - t.as_nanos() as i128;
+        state.anchor_wall = self.wall_now(&state);
+        state.anchor_play = nanos(t);
     }
 }
 
@@ -372,6 +489,34 @@ mod wall_tests {
             t >= Duration::from_millis(5030) && t < Duration::from_secs(6),
             "{t:?}"
         );
+    }
+
+    #[test]
+    fn at_twice_the_rate_play_time_runs_twice_as_fast_from_where_it_was() {
+        let clock = Clock::default();
+        clock.start();
+        clock.pause();
+        clock.set(Duration::from_secs(10));
+        clock.set_rate(2.0);
+        assert_eq!(clock.now(), Some(Duration::from_secs(10)), "no jump");
+        assert_eq!(clock.rate(), 2.0);
+        // Frame times come twice as fast on the wall.
+        let at = |t| clock.due(Duration::from_millis(t));
+        assert_eq!(at(12_000) - at(10_000), Duration::from_secs(1));
+        clock.resume();
+        std::thread::sleep(Duration::from_millis(100));
+        let t = clock.now().unwrap();
+        assert!(
+            t >= Duration::from_millis(10_200) && t < Duration::from_millis(10_600),
+            "{t:?} after 100 ms at twice the rate"
+        );
+        // Half the rate, from where it stands.
+        clock.pause();
+        let paused = clock.now().unwrap();
+        clock.set_rate(0.5);
+        assert_eq!(clock.now().unwrap(), paused, "a rate change while paused");
+        assert_eq!(at(12_000) - at(11_500), Duration::from_secs(1));
+        assert!(!clock.sound_keeps_time(), "no sound here");
     }
 
     #[test]

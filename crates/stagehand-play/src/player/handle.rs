@@ -148,9 +148,36 @@ impl Player {
         self.remote.send(Command::Range(0, usize::MAX));
     }
 
+    /// Makes the frame on screen the in point (the out point stays where
+    /// it still follows it, else the range runs to the end).
+    pub fn mark_in(&self) {
+        self.remote.send(Command::InPoint);
+    }
+
+    /// Makes the frame on screen the out point (the in point stays where
+    /// it still comes before it, else the range starts at the first
+    /// frame).
+    pub fn mark_out(&self) {
+        self.remote.send(Command::OutPoint);
+    }
+
     /// Changes the exposure of scene-linear sources by `stops`.
     pub fn expose(&self, stops: f32) {
         self.remote.send(Command::Exposure(stops));
+    }
+
+    /// Shows scene-linear sources through `transfer` (display-referred
+    /// sources are drawn as they are).
+    pub fn set_transfer(&self, transfer: crate::render::Transfer) {
+        self.remote.send(Command::Transfer(transfer));
+    }
+
+    /// Plays at `rate` times the frame rate from now on, from the frame on
+    /// screen (clamped to [`MIN_RATE`](crate::transport::MIN_RATE) to
+    /// [`MAX_RATE`](crate::transport::MAX_RATE); not a number: ignored).
+    /// Sound plays at 1 only, and is silent at any other rate.
+    pub fn set_rate(&self, rate: f64) {
+        self.remote.send(Command::Rate(rate));
     }
 
     /// Draws the picture at `width` x `height` from now on (what

@@ -194,11 +194,7 @@ impl Shared {
 
     /// Whether sound keeps play time.
     fn has_audio_clock(&self) -> bool {
-        #[cfg(feature = "video")]
-        if self.clock.sound().is_some() {
-            return true;
-        }
-        false
+        self.clock.sound_keeps_time()
     }
 }
 
@@ -619,9 +615,12 @@ fn open_output<'s>(
         text_at: None,
         presents: std::collections::VecDeque::new(),
         playhead: None,
+        range: (0, 0),
         lines: Vec::new(),
         drawn: None,
         dirty: true,
+        overlay_pending: false,
+        drawn_at: None,
     })))
 }
 

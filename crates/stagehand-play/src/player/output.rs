@@ -47,6 +47,8 @@ pub(super) struct Windowed<'s> {
     pub(super) presents: std::collections::VecDeque<Instant>,
     /// The playhead the timeline shows.
     pub(super) playhead: Option<usize>,
+    /// The in and out points the timeline shows.
+    pub(super) range: (usize, usize),
     /// The heads-up display's lines as drawn.
     pub(super) lines: Vec<String>,
     /// The picture last drawn into the window.
@@ -54,11 +56,23 @@ pub(super) struct Windowed<'s> {
     /// Something the overlay does not track changed (exposure, the
     /// heads-up display turned on or off): draw again.
     pub(super) dirty: bool,
+    /// The overlay changed since the last draw (the timeline's cells as
+    /// the cache fills, the heads-up display's figures) while the picture
+    /// did not: the next frame carries it, or it is drawn alone once
+    /// [`OVERLAY_ALONE_EVERY`] has passed since the last draw.
+    pub(super) overlay_pending: bool,
+    /// When the window was last drawn.
+    pub(super) drawn_at: Option<Instant>,
 }
 
 /// How often the overlay looks at the caches and re-renders its text.
 pub(super) const CELLS_EVERY: Duration = Duration::from_millis(100);
 pub(super) const TEXT_EVERY: Duration = Duration::from_millis(250);
+/// While playing, the longest an overlay change waits for a new frame to
+/// carry it before it is drawn alone. Drawing the picture again only for
+/// the overlay costs a software adapter most of a frame period, taken from
+/// the frames still to come.
+pub(super) const OVERLAY_ALONE_EVERY: Duration = Duration::from_millis(250);
 impl Windowed<'_> {
     /// Counts a present made while playing, for the rate over the last
     /// second.

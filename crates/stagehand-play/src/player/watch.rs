@@ -30,7 +30,7 @@ pub enum Event {
 }
 
 /// The state of playback at one moment.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Status {
     /// The position on screen in the range (0 is its first frame); `None`
     /// before the first frame.
@@ -46,6 +46,26 @@ pub struct Status {
     pub looped: bool,
     /// Whether playback has ended.
     pub ended: bool,
+    /// Play time per wall time: 1 plays at the frame rate.
+    pub rate: f64,
+    /// How scene-linear frames are shown (exposure, transfer function);
+    /// `None` for display-referred sources, drawn as they are.
+    pub display: Option<crate::render::Display>,
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Self {
+            position: None,
+            playing: false,
+            len: 0,
+            range: (0, 0),
+            looped: false,
+            ended: false,
+            rate: 1.0,
+            display: None,
+        }
+    }
 }
 
 /// What the frame cache holds, for a cache bar (the fields of OpenRV's

@@ -17,6 +17,18 @@ pub enum Transfer {
     Linear,
 }
 
+impl Transfer {
+    /// The next one, in the order a key cycles them: sRGB, BT.709,
+    /// linear, sRGB.
+    pub fn next(self) -> Self {
+        match self {
+            Self::Srgb => Self::Rec709,
+            Self::Rec709 => Self::Linear,
+            Self::Linear => Self::Srgb,
+        }
+    }
+}
+
 impl std::str::FromStr for Transfer {
     type Err = String;
 

@@ -25,6 +25,10 @@ pub const BAR_HEIGHT: u32 = 24;
 const BAND: (u32, u32) = (6, 18);
 /// Width in pixels of the playhead line.
 const PLAYHEAD_WIDTH: u32 = 2;
+/// The strip's rows, from its top, of the white line that spans the in
+/// and out points (above the cells' band, drawn only when they leave some
+/// of the sequence out).
+const RANGE_ROWS: (u32, u32) = (2, 4);
 /// Most texels of cell state; longer timelines are bucketed.
 const MAX_TEXELS: usize = 4096;
 /// Texels per row of the cell texture. A 64 × 64 square holds
@@ -110,6 +114,9 @@ struct Timeline {
     len: usize,
     /// The playhead's position; when some, less than `len`.
     playhead: Option<usize>,
+    /// The in and out points (first position, one past the last), when
+    /// they leave some of the sequence out.
+    range: Option<(usize, usize)>,
 }
 
 /// The text box's coverage texture and its bind group.
@@ -393,11 +400,25 @@ impl Overlay {
             self.written = Some((codes, count));
         }
         let last = len.checked_sub(1);
+        let range = self.timeline.as_ref().and_then(|t| t.range);
         self.timeline = Some(Timeline {
             len,
             playhead: playhead.zip(last).map(|(p, last)| p.min(last)),
+            range: range
+                .filter(|&(first, end)| first < end && end <= len && (first, end) != (0, len)),
         });
         Ok(())
+    }
+
+    /// Marks the in and out points on the timeline: `first` to one past
+    /// the last position played. Nothing shows for the whole sequence, or
+    /// before [`set_timeline`](Self::set_timeline).
+    pub fn set_range(&mut self, (first, end): (usize, usize)) {
+        if let Some(timeline) = &mut self.timeline {
+            let whole = (first, end) == (0, timeline.len);
+            let fits = first < end && end <= timeline.len;
+            timeline.range = (fits && !whole).then_some((first, end));
+        }
     }
 
     /// Writes `count` cell codes (the rest of `codes` zero) to the device.
@@ -446,6 +467,13 @@ impl Overlay {
         pass.set_pipeline(&self.bar_pipeline);
         pass.set_bind_group(0, Some(&*self.bar_bind), &[]);
         pass.draw(0..3, 0..1);
+        if let Some(range) = timeline.range {
+            let (x, width) = range_span(rect.2, range, timeline.len);
+            let rows = RANGE_ROWS.1 - RANGE_ROWS.0;
+            clip(pass, (rect.0 + x, rect.1 + RANGE_ROWS.0, width, rows));
+            pass.set_pipeline(&self.playhead_pipeline);
+            pass.draw(0..3, 0..1);
+        }
         if let Some(position) = timeline.playhead {
             let (x, width) = playhead_span(rect.2, position, timeline.len);
             clip(pass, (rect.0 + x, rect.1, width, rect.3));
@@ -679,6 +707,16 @@ fn tier_counts(
     (device, ram)
 }
 
+/// The columns of a strip `width` pixels wide (at least 1) that positions
+/// `first` to `end` (one past the last) of `len` cover: x from the strip's
+/// left, and width (at least 1).
+fn range_span(width: u32, (first, end): (usize, usize), len: usize) -> (u32, u32) {
+    debug_assert!(width > 0 && first < end && end <= len);
+    let column = |p: usize| (p as u128 * u128::from(width) / len as u128) as u32;
+    let x = column(first).min(width - 1);
+    (x, column(end).saturating_sub(x).max(1))
+}
+
 /// The playhead's columns on a strip `width` pixels wide (at least 1):
 /// x from the strip's left, and width; centred on the middle of
 /// `position`'s span, kept inside the strip.
@@ -894,6 +932,31 @@ mod tests {
             vec![],
             "above the strip"
         );
+    }
+
+    #[test]
+    fn in_and_out_points_draw_a_white_line_over_their_span_above_the_cells() {
+        let gpu = gpu();
+        let mut overlay = Overlay::new(&gpu, wgpu::TextureFormat::Rgba8Unorm).unwrap();
+        overlay.set_timeline(&gpu, &TEN, None).unwrap();
+        overlay.set_range((2, 5));
+        let pixels = render(&gpu, &overlay, TARGET, true);
+        let (_, top, width, _) = Overlay::bar_rect(TARGET);
+        let span = width / TEN.len() as u32;
+        let line = top + RANGE_ROWS.0;
+        for x in 0..width {
+            let inside = (2 * span..5 * span).contains(&x);
+            let white = rgb(&pixels, x, line) == [255; 3];
+            assert_eq!(white, inside, "column {x} of the range line");
+            assert_ne!(rgb(&pixels, x, top + RANGE_ROWS.1), [255; 3]);
+        }
+        // The whole sequence, or a range that does not fit, marks nothing.
+        for range in [(0, TEN.len()), (4, 4), (3, 11)] {
+            overlay.set_range(range);
+            let pixels = render(&gpu, &overlay, TARGET, true);
+            let marked = (0..width).filter(|&x| rgb(&pixels, x, line) == [255; 3]);
+            assert_eq!(marked.count(), 0, "{range:?}");
+        }
     }
 
     #[test]

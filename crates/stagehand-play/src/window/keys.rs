@@ -26,6 +26,7 @@ fn named_command(named: NamedKey) -> Option<Command> {
         NamedKey::ArrowUp => Command::Exposure(EXPOSURE_STEP),
         NamedKey::ArrowDown => Command::Exposure(-EXPOSURE_STEP),
         NamedKey::Escape => Command::Quit,
+        NamedKey::Backspace => Command::Rate(1.0),
         _ => return None,
     })
 }
@@ -40,14 +41,21 @@ fn character_command(text: &str) -> Option<Command> {
         "h" => Command::ToggleHud,
         "+" | "=" => Command::Exposure(EXPOSURE_STEP),
         "-" | "_" => Command::Exposure(-EXPOSURE_STEP),
+        "i" => Command::InPoint,
+        "o" => Command::OutPoint,
+        "x" => Command::Range(0, usize::MAX),
+        "d" => Command::NextTransfer,
+        "[" => Command::RateTimes(0.5),
+        "]" => Command::RateTimes(2.0),
         _ => return None,
     })
 }
 
 /// The keys, for `--help` and the README.
 pub const HELP: &str = "Space pause/resume, Left/Right step (paused), Home/End first/last frame, \
-L loop on/off, Up/Down or +/- exposure, F fullscreen, H heads-up display, Q or Esc quit; \
-click or drag on the timeline to seek";
+L loop on/off, I/O in/out point at the frame on screen, X clear them, [/] half/double rate, \
+Backspace rate 1, Up/Down or +/- exposure, D next display transfer (sRGB, BT.709, linear), \
+F fullscreen, H heads-up display, Q or Esc quit; click or drag on the timeline to seek";
 
 #[cfg(test)]
 mod tests {
@@ -71,7 +79,14 @@ mod tests {
         assert_eq!(ch("-"), Some(Command::Exposure(-EXPOSURE_STEP)));
         assert_eq!(named(NamedKey::ArrowUp), ch("+"));
         assert_eq!(named(NamedKey::ArrowDown), ch("-"));
-        assert_eq!(ch("x"), None);
+        assert_eq!(ch("I"), Some(Command::InPoint));
+        assert_eq!(ch("o"), Some(Command::OutPoint));
+        assert_eq!(ch("x"), Some(Command::Range(0, usize::MAX)));
+        assert_eq!(ch("d"), Some(Command::NextTransfer));
+        assert_eq!(ch("["), Some(Command::RateTimes(0.5)));
+        assert_eq!(ch("]"), Some(Command::RateTimes(2.0)));
+        assert_eq!(named(NamedKey::Backspace), Some(Command::Rate(1.0)));
+        assert_eq!(ch("z"), None);
         assert_eq!(named(NamedKey::Tab), None);
     }
 }

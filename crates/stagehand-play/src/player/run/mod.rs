@@ -447,7 +447,25 @@ impl Run<'_> {
             }
             Command::ToggleLoop => self.set_looped(!route.looped()),
             Command::Loop(on) => self.set_looped(on),
-            Command::Exposure(stops) => self.expose(gpu, renderer, stops)?,
+            Command::Exposure(_) | Command::Transfer(_) | Command::NextTransfer => {
+                self.change_display(gpu, renderer, output, command)?;
+            }
+            Command::Rate(rate) => {
+                if let Some(rate) = crate::transport::bounded_rate(rate) {
+                    clock.set_rate(rate);
+                }
+            }
+            Command::RateTimes(k) => {
+                if let Some(rate) = crate::transport::bounded_rate(clock.rate() * k) {
+                    clock.set_rate(rate);
+                }
+            }
+            Command::InPoint | Command::OutPoint => {
+                let marked = self.marked_range(command == Command::InPoint);
+                if let Some(range) = marked {
+                    self.set_range(gpu, renderer, output, tick, range, options)?;
+                }
+            }
             Command::ToggleFullscreen => {
                 if let Output::Window(w) = output {
                     w.screen.toggle_fullscreen();
@@ -572,14 +590,47 @@ impl Run<'_> {
         }
     }
 
-    /// Changes the exposure of a scene-linear source by `stops`.
-    fn expose(&mut self, gpu: &Gpu, renderer: &mut Renderer, stops: f32) -> Result<(), PlayError> {
-        if let Some(display) = &mut self.display {
-            let max = crate::options::MAX_EXPOSURE as f32;
-            display.exposure = (display.exposure + stops).clamp(-max, max);
-            renderer.set_display(gpu, self.display)?;
+    /// The in and out points once the frame on screen becomes the in
+    /// point (`in_point`) or the out point: the other stays where it
+    /// leaves a range, else goes to its end of the sequence. `None` before
+    /// the first frame.
+    fn marked_range(&self, in_point: bool) -> Option<(usize, usize)> {
+        let pos = self.screen_position()?;
+        let (first, end) = self.shared.route.span();
+        let last = end.saturating_sub(1);
+        Some(if in_point {
+            (pos, if last >= pos { last } else { usize::MAX })
+        } else {
+            (if first <= pos { first } else { 0 }, pos)
+        })
+    }
+
+    /// Changes how a scene-linear source is shown (exposure, transfer
+    /// function) and draws the picture on screen again with it, offscreen
+    /// too (a paused player's caller sees it at once). Display-referred
+    /// sources have no transform: nothing changes.
+    fn change_display(
+        &mut self,
+        gpu: &Gpu,
+        renderer: &mut Renderer,
+        output: &mut Output<'_>,
+        command: Command,
+    ) -> Result<(), PlayError> {
+        let Some(display) = &mut self.display else {
+            return Ok(());
+        };
+        match command {
+            Command::Exposure(stops) => {
+                let max = crate::options::MAX_EXPOSURE as f32;
+                display.exposure = (display.exposure + stops).clamp(-max, max);
+            }
+            Command::Transfer(transfer) => display.transfer = transfer,
+            Command::NextTransfer => display.transfer = display.transfer.next(),
+            _ => return Ok(()),
         }
-        Ok(())
+        renderer.set_display(gpu, self.display)?;
+        self.drawn_offscreen = None;
+        self.present(gpu, renderer, output, false)
     }
 
     /// A window asks its windowing system for `size`; offscreen, the
@@ -732,6 +783,8 @@ impl Run<'_> {
             range: shared.route.span(),
             looped: shared.route.looped(),
             ended,
+            rate: shared.clock.rate(),
+            display: self.display,
         });
     }
 

@@ -5,7 +5,9 @@
 use super::Run;
 use crate::PlayError;
 use crate::convert::format;
-use crate::player::output::{CELLS_EVERY, Output, TEXT_EVERY, Windowed, timecode};
+use crate::player::output::{
+    CELLS_EVERY, OVERLAY_ALONE_EVERY, Output, TEXT_EVERY, Windowed, timecode,
+};
 use crate::player::{Feed, number_at};
 use crate::render::Frame;
 use crate::render::overlay::timeline_texels;
@@ -62,24 +64,28 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Draws into the window, where there is anything new to show: the
-    /// overlay changed, the window was dirtied or went stale, or another
-    /// frame is on screen. Nothing new (the next frame is late, or
-    /// playback is paused): no draw and no present; on a software adapter
-    /// a present costs the render thread most of a frame period, which the
-    /// frames still to come need more.
+    /// Draws into the window, where there is anything new to show: another
+    /// frame is on screen, the window was dirtied or went stale, or the
+    /// overlay changed (while playing, an overlay change waits for the
+    /// next frame to carry it, up to [`OVERLAY_ALONE_EVERY`]). Nothing new
+    /// (the next frame is late, or playback is paused): no draw and no
+    /// present; on a software adapter a present costs the render thread
+    /// most of a frame period, which the frames still to come need more.
     fn present_window(
         &mut self,
         gpu: &Gpu,
         renderer: &mut Renderer,
         w: &mut Windowed<'_>,
     ) -> Result<Shown, PlayError> {
-        let overlay_changed = self.update_overlay(gpu, w)?;
-        if !(overlay_changed || w.dirty || w.screen.stale()) && w.drawn == self.screen {
+        w.overlay_pending |= self.update_overlay(gpu, w)?;
+        let now = Instant::now();
+        if !needs_draw(w, self.screen, self.shared.clock.paused(), now) {
             return Ok(Shown::Nothing);
         }
         w.dirty = false;
+        w.overlay_pending = false;
         w.drawn = self.screen;
+        w.drawn_at = Some(now);
         let shown = if w.screen.puts() {
             self.put(gpu, renderer, w)?
         } else {
@@ -237,6 +243,12 @@ impl Run<'_> {
                 .set_timeline_texels(gpu, &w.cells, len, playhead)?;
             changed = true;
         }
+        let range = self.shared.route.span();
+        if range != w.range {
+            w.range = range;
+            w.overlay.set_range(range);
+            changed = true;
+        }
         if w.hud && w.text_at.is_none_or(|at| now - at >= TEXT_EVERY) {
             w.text_at = Some(now);
             let lines = self.hud_lines(w);
@@ -299,9 +311,10 @@ impl Run<'_> {
         [
             frame,
             format!(
-                "{state}, {looped}  fps {:.2} of {:.2}",
+                "{state}, {looped}{}  fps {:.2} of {:.2}",
+                in_and_out(shared.route.span(), len),
                 w.presents.len(),
-                fps
+                fps * shared.clock.rate()
             ),
             format!(
                 "dropped {}  late {}  failed {}",
@@ -334,6 +347,48 @@ impl Run<'_> {
     }
 }
 
+/// The heads-up display's words for in and out points `(first, end)`
+/// of `len` positions (numbered from 1, as its frame line): nothing for
+/// the whole sequence.
+fn in_and_out((first, end): (usize, usize), len: usize) -> String {
+    if (first, end) == (0, len) {
+        return String::new();
+    }
+    format!(", in {} out {}", first + 1, end)
+}
+
+/// Whether the window needs drawing now: see [`draw_due`].
+fn needs_draw(
+    w: &Windowed<'_>,
+    screen: Option<(u64, crate::player::Picture)>,
+    paused: bool,
+    now: Instant,
+) -> bool {
+    draw_due(
+        w.drawn != screen,
+        w.dirty || w.screen.stale(),
+        w.overlay_pending,
+        paused,
+        w.drawn_at.map(|at| now.saturating_duration_since(at)),
+    )
+}
+
+/// Whether a window is drawn now: for a new picture, when something
+/// forces it (a resize, a setting), and for an overlay change alone when
+/// paused or once [`OVERLAY_ALONE_EVERY`] has passed since the last draw
+/// (`since_draw`; `None`: never drawn).
+fn draw_due(
+    new_picture: bool,
+    forced: bool,
+    overlay_pending: bool,
+    paused: bool,
+    since_draw: Option<Duration>,
+) -> bool {
+    let overlay_alone =
+        overlay_pending && (paused || since_draw.is_none_or(|d| d >= OVERLAY_ALONE_EVERY));
+    new_picture || forced || overlay_alone
+}
+
 /// What a window's present did.
 enum Shown {
     /// Nothing new to show: not drawn.
@@ -342,4 +397,30 @@ enum Shown {
     Hidden,
     /// Presented at this time.
     At(Instant),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{OVERLAY_ALONE_EVERY, draw_due};
+    use std::time::Duration;
+
+    #[test]
+    fn while_playing_an_overlay_change_alone_waits_for_the_next_frame_up_to_a_bound() {
+        let soon = Some(Duration::from_millis(40));
+        let later = Some(OVERLAY_ALONE_EVERY);
+        // A new frame is always drawn, and carries the overlay with it.
+        assert!(draw_due(true, false, false, false, soon));
+        assert!(draw_due(true, false, true, false, soon));
+        // The timeline moved on while the frame on screen stayed: not
+        // drawn again for it alone, until the bound.
+        assert!(!draw_due(false, false, true, false, soon));
+        assert!(draw_due(false, false, true, false, later));
+        // Paused, an overlay change is drawn at once; nothing new, nothing.
+        assert!(draw_due(false, false, true, true, soon));
+        assert!(!draw_due(false, false, false, true, later));
+        assert!(!draw_due(false, false, false, false, later));
+        // A resize or a setting forces a draw; so does a first draw.
+        assert!(draw_due(false, true, false, false, soon));
+        assert!(draw_due(false, false, true, false, None));
+    }
 }
