@@ -447,40 +447,20 @@ impl Run<'_> {
             }
             Command::ToggleLoop => self.set_looped(!route.looped()),
             Command::Loop(on) => self.set_looped(on),
-            Command::Exposure(_) | Command::Transfer(_) | Command::NextTransfer => {
-                self.change_display(gpu, renderer, output, command)?;
-            }
-            Command::Rate(rate) => {
-                if let Some(rate) = crate::transport::bounded_rate(rate) {
-                    clock.set_rate(rate);
-                }
-            }
-            Command::RateTimes(k) => {
-                if let Some(rate) = crate::transport::bounded_rate(clock.rate() * k) {
-                    clock.set_rate(rate);
-                }
-            }
+            Command::Rate(_) | Command::RateTimes(_) => set_rate(clock, command),
             Command::InPoint | Command::OutPoint => {
                 let marked = self.marked_range(command == Command::InPoint);
                 if let Some(range) = marked {
                     self.set_range(gpu, renderer, output, tick, range, options)?;
                 }
             }
-            Command::ToggleFullscreen => {
-                if let Output::Window(w) = output {
-                    w.screen.toggle_fullscreen();
-                }
-            }
             Command::Resize(width, height) => {
                 self.resize(gpu, renderer, output, (width, height), options)?;
             }
-            Command::ToggleHud => {
-                if let Output::Window(w) = output {
-                    w.hud = !w.hud;
-                    w.text_at = None;
-                    w.lines.clear();
-                }
+            Command::Exposure(_) | Command::Transfer(_) | Command::NextTransfer => {
+                self.change_display(gpu, renderer, output, command)?;
             }
+            Command::ToggleFullscreen | Command::ToggleHud => toggle_window(output, command),
         }
         if let Output::Window(w) = output {
             // Whatever it changed, the window shows it.
@@ -1162,6 +1142,36 @@ pub(super) enum TierWait {
     Landed,
     /// At most this long (realtime: what is left of its period).
     For(Duration),
+}
+
+/// Sets the clock's rate as a rate command asks: to a rate, or times the
+/// rate now; bounded, and a value that is not a number left out.
+fn set_rate(clock: &super::clock::Clock, command: Command) {
+    let wanted = match command {
+        Command::Rate(rate) => rate,
+        Command::RateTimes(k) => clock.rate() * k,
+        _ => return,
+    };
+    if let Some(rate) = crate::transport::bounded_rate(wanted) {
+        clock.set_rate(rate);
+    }
+}
+
+/// Fullscreen or the heads-up display on or off, in a window (offscreen:
+/// nothing).
+fn toggle_window(output: &mut Output<'_>, command: Command) {
+    let Output::Window(w) = output else {
+        return;
+    };
+    match command {
+        Command::ToggleFullscreen => w.screen.toggle_fullscreen(),
+        Command::ToggleHud => {
+            w.hud = !w.hud;
+            w.text_at = None;
+            w.lines.clear();
+        }
+        _ => {}
+    }
 }
 
 /// The position `ahead` frames after `from` in a range of `len`: around
