@@ -573,6 +573,57 @@ on_both_adapters!(
     loop_heads_up_display_and_pause_keys_on_llvmpipe
 );
 
+/// I and O make the frame on screen the in and out points: the timeline
+/// marks them, loops wrap between them, Home and End go to them, X clears
+/// them.
+fn in_and_out(backend: &str) {
+    let args = [
+        "--window",
+        "--start-paused",
+        "--seek",
+        "1003",
+        "--output-size",
+        "480x360",
+    ];
+    in_window("in-and-out", backend, &args, "q", |_, player| {
+        player.wait_for(colour(1003), "paused at --seek 1003");
+        player.key(&["i", "Right", "Right"]);
+        player.wait_for(colour(1005), "two steps from the in point");
+        player.key(&["o", "l", "Right"]);
+        player.wait_for(
+            colour(1003),
+            "looped, a step past the out point wraps to the in point",
+        );
+        player.key(&["End"]);
+        player.wait_for(colour(1005), "End is the out point");
+        // The line above the cache bar spans positions 2 to 4 of 8.
+        let shot = player.screenshot();
+        let line_y = shot.height - BAR + 2;
+        let column =
+            |position: f64| (position * f64::from(shot.width) / COLOURS.len() as f64) as u32;
+        let white = [255, 255, 255];
+        assert_eq!(shot.pixel(column(3.5), line_y), white, "the range's line");
+        assert_ne!(
+            shot.pixel(column(0.5), line_y),
+            white,
+            "before the in point"
+        );
+        assert_ne!(
+            shot.pixel(column(6.5), line_y),
+            white,
+            "after the out point"
+        );
+        player.key(&["x", "End"]);
+        player.wait_for(colour(1008), "X cleared them: End is the last frame");
+    });
+}
+
+on_both_adapters!(
+    in_and_out:
+    in_and_out_point_keys_mark_the_timeline_and_keep_loops_and_home_end_inside_on_lavapipe,
+    in_and_out_point_keys_mark_the_timeline_and_keep_loops_and_home_end_inside_on_llvmpipe
+);
+
 /// Up and Down change the exposure of a scene-linear source.
 fn exposure(backend: &str) {
     let Some(x) = Xvfb::start(&format!("exposure on {backend}")) else {
