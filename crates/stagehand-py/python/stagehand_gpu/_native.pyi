@@ -243,6 +243,23 @@ class Player:
         """Plays only positions first to last (in and out points, both played)."""
     def clear_range(self) -> None:
         """Plays the whole range again."""
+    def mark_in(self) -> None:
+        """Makes the frame on screen the in point."""
+    def mark_out(self) -> None:
+        """Makes the frame on screen the out point."""
+    @property
+    def rate(self) -> float:
+        """Play time per wall time (1/16 to 16); sound plays at 1 only."""
+    @rate.setter
+    def rate(self, rate: float) -> None: ...
+    @property
+    def transfer(self) -> str | None:
+        """"srgb", "rec709" or "linear" for scene-linear sources; None for display-referred ones."""
+    @transfer.setter
+    def transfer(self, name: str) -> None: ...
+    @property
+    def exposure(self) -> float | None:
+        """Stops of exposure of scene-linear sources; None for display-referred ones."""
     @property
     def ended(self) -> bool: ...
     @property
