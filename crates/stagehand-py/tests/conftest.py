@@ -86,3 +86,32 @@ def assert_colour(pixel, expected, tolerance=2, what="pixel"):
     assert all(abs(g - e) <= tolerance for g, e in zip(got, expected)), (
         f"{what} is {got}, expected {tuple(expected)} (±{tolerance})"
     )
+
+
+# The grey of the scene-linear fixture: ffmpeg writes 0x80 as 128/255.
+LINEAR_GREY = 128 / 255
+
+
+@pytest.fixture(scope="session")
+def linear_sequence(tmp_path_factory):
+    """Three scene-linear frames, grey_0001.exr to grey_0003.exr, 96x64,
+    every sample LINEAR_GREY as 32-bit float (written by ffmpeg's EXR
+    encoder)."""
+    ffmpeg = shutil.which("ffmpeg")
+    if ffmpeg is None:
+        pytest.skip("ffmpeg is not installed: the EXR fixture is written with it")
+    folder = tmp_path_factory.mktemp("linear")
+    width, height = FRAME_SIZE
+    subprocess.run(
+        [ffmpeg, "-loglevel", "error", "-f", "lavfi", "-i",
+         f"color=c=0x808080:s={width}x{height},format=gbrpf32le",
+         "-frames:v", "3", "-c:v", "exr", str(folder / "grey_%04d.exr")],
+        check=True,
+    )
+    return folder
+
+
+def srgb(linear):
+    """A linear value through the sRGB curve, as an 8-bit code."""
+    v = 12.92 * linear if linear <= 0.0031308 else 1.055 * linear ** (1 / 2.4) - 0.055
+    return round(v * 255)

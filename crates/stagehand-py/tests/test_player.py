@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import stagehand_gpu
-from conftest import FRAME_SIZE, assert_colour
+from conftest import FRAME_SIZE, LINEAR_GREY, assert_colour, srgb
 
 
 class Events:
@@ -343,3 +343,19 @@ def test_the_summary_so_far_counts_the_frames_shown_while_playing(player):
     assert so_far["cache"]["frames"] >= 1, so_far["cache"]
     # The whole summary at close counts at least as many.
     assert player.close()["frames"]["shown"] >= so_far["frames"]["shown"]
+
+
+def test_the_transfer_of_a_scene_linear_source_changes_its_picture(gpu, linear_sequence):
+    with stagehand_gpu.Player(linear_sequence, fps=24, size=FRAME_SIZE, gpu=gpu) as player:
+        assert player.transfer == "srgb"
+        assert player.exposure == 0.0
+        for name, want in (("linear", round(LINEAR_GREY * 255)), ("srgb", srgb(LINEAR_GREY))):
+            player.transfer = name
+            assert player.transfer == name
+            assert eventually(lambda: abs(int(centre(player.frame_array())[0]) - want) <= 2), (
+                f"{name}: the picture shows {centre(player.frame_array())}, expected {want}"
+            )
+        player.expose(1.0)
+        assert eventually(lambda: player.exposure == 1.0)
+        want = srgb(min(1.0, 2 * LINEAR_GREY))
+        assert eventually(lambda: abs(int(centre(player.frame_array())[0]) - want) <= 2)

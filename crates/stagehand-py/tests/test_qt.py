@@ -19,7 +19,7 @@ if not os.environ.get("DISPLAY"):
 from PySide6 import QtCore, QtGui  # noqa: E402
 
 import stagehand_gpu  # noqa: E402
-from conftest import FRAME_SIZE  # noqa: E402
+from conftest import FRAME_SIZE, LINEAR_GREY, srgb  # noqa: E402
 
 TIMEOUT = 10.0  # seconds any one wait may take
 
@@ -116,5 +116,30 @@ def test_player_widget_shows_the_frame_after_a_step_and_a_resize(app, gpu, seque
         window.close()
         process_until(app, lambda: not window.isVisible(), timeout=2)
         window.deleteLater()
+        app.processEvents()
+        player.close()
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "qimage"])
+def test_player_widget_redraws_a_paused_frame_when_its_display_transfer_changes(
+    app, gpu, linear_sequence, native
+):
+    from stagehand_gpu.qt import PlayerWidget
+
+    player = stagehand_gpu.Player(linear_sequence, fps=24, size=FRAME_SIZE, gpu=gpu)
+    widget = PlayerWidget(player, native=native)
+    widget.resize(320, 200)
+    widget.show()
+    try:
+        assert process_until(app, widget.isVisible)
+        grey = srgb(LINEAR_GREY)
+        expect_on_screen(app, widget, CENTRE, (grey, grey, grey), "the paused frame through sRGB")
+        player.transfer = "linear"
+        linear = round(LINEAR_GREY * 255)
+        expect_on_screen(app, widget, CENTRE, (linear, linear, linear), "the same frame, linear")
+    finally:
+        widget.close()
+        process_until(app, lambda: not widget.isVisible(), timeout=2)
+        widget.deleteLater()
         app.processEvents()
         player.close()

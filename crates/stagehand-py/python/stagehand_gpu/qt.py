@@ -6,7 +6,7 @@ presents into by its ``winId()``; elsewhere (Wayland, a platform without a
 native window for it), or if presenting natively fails, the frame is drawn
 as a ``QImage``. A ``QTimer`` asks the player what is on screen; the
 player's clock picks the frame, and the widget draws only when the frame,
-its size or an expose changed.
+its size, the display transform or an expose changed.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class PlayerWidget(QtWidgets.QWidget):
         else:
             self.fallback_reason = None
         self._view = None
-        self._drawn = None  # (frame, size) last presented
+        self._drawn = None  # (frame, size, look) last presented
         self._frame = None  # last frame reported
         self._image = None
         self.setMinimumSize(32, 18)
@@ -101,12 +101,21 @@ class PlayerWidget(QtWidgets.QWidget):
         if frame is not None and frame != self._frame:
             self._frame = frame
             self.frameChanged.emit(frame)
-        if (frame, self._physical_size()) != self._drawn and self.isVisible():
+        if self._key() != self._drawn and self.isVisible():
             self._draw()
+
+    def _key(self):
+        """What the picture shows: the frame, at the widget's size, through
+        the display transform (a paused frame changes when it does)."""
+        try:
+            look = (self._player.transfer, self._player.exposure)
+        except ClosedError:
+            look = None
+        return (self._frame, self._physical_size(), look)
 
     def _draw(self):
         size = self._physical_size()
-        key = (self._frame, size)
+        key = self._key()
         if self._native:
             try:
                 if self._view is None:
