@@ -271,6 +271,9 @@ fn marking_in_and_out_at_the_frame_on_screen_sets_the_range_there() {
     let player = Player::open(&gpu, &engine, options(&dir)).unwrap();
     player.seek(3);
     wait_for(&player, 3);
+    let status = player.status();
+    assert_eq!(status.number, Some(4), "frame_4.png");
+    assert_eq!(status.timecode().as_deref(), Some("00:00:00:03"));
     player.mark_in();
     assert!(player.wait(SETTLE, |s| s.range == (3, FRAMES as usize)));
     player.seek(8);

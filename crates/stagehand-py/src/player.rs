@@ -303,6 +303,22 @@ impl Player {
         Ok(self.status()?.position)
     }
 
+    /// The frame on screen's own number: a sequence's file frame number
+    /// (`shot.1001.exr`: 1001), a movie's position; `None` before the
+    /// first frame.
+    #[getter]
+    fn frame_number(&self) -> PyResult<Option<i64>> {
+        Ok(self.status()?.number)
+    }
+
+    /// The frame on screen's timecode, "hh:mm:ss:ff" from the range's
+    /// first frame at whole frames per second; `None` before the first
+    /// frame.
+    #[getter]
+    fn timecode(&self) -> PyResult<Option<String>> {
+        Ok(self.status()?.timecode())
+    }
+
     /// Whether the clock runs.
     #[getter]
     fn playing(&self) -> PyResult<bool> {

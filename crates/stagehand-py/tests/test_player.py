@@ -359,3 +359,12 @@ def test_the_transfer_of_a_scene_linear_source_changes_its_picture(gpu, linear_s
         assert eventually(lambda: player.exposure == 1.0)
         want = srgb(min(1.0, 2 * LINEAR_GREY))
         assert eventually(lambda: abs(int(centre(player.frame_array())[0]) - want) <= 2)
+
+
+def test_the_frame_on_screen_has_its_file_number_and_timecode(player):
+    assert player.frame_number == 1, "frame_0001.png"
+    assert player.timecode == "00:00:00:00"
+    player.seek(11)
+    assert player.wait(frame=11, timeout=10)
+    assert player.frame_number == 12
+    assert player.timecode == "00:00:00:11"

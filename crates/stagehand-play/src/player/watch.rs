@@ -46,6 +46,11 @@ pub struct Status {
     pub looped: bool,
     /// Whether playback has ended.
     pub ended: bool,
+    /// The frame on screen's own number: a sequence's file frame number
+    /// (`shot.1001.exr`: 1001), a movie's position.
+    pub number: Option<i64>,
+    /// Frames per second of the source's clock (its timecode's base).
+    pub fps: f64,
     /// Play time per wall time: 1 plays at the frame rate.
     pub rate: f64,
     /// How scene-linear frames are shown (exposure, transfer function);
@@ -62,9 +67,22 @@ impl Default for Status {
             range: (0, 0),
             looped: false,
             ended: false,
+            number: None,
+            fps: 0.0,
             rate: 1.0,
             display: None,
         }
+    }
+}
+
+impl Status {
+    /// The frame on screen's timecode, hours:minutes:seconds:frames from
+    /// the range's first frame at whole frames per second (no drop-frame
+    /// counting), as the heads-up display shows it; `None` before the
+    /// first frame.
+    pub fn timecode(&self) -> Option<String> {
+        let position = self.position?;
+        Some(crate::player::output::timecode(position as u64, self.fps))
     }
 }
 

@@ -231,6 +231,12 @@ class Player:
     def frame(self) -> int | None:
         """The frame on screen, 0 the range's first."""
     @property
+    def frame_number(self) -> int | None:
+        """The frame on screen's own number (a sequence's file number, a movie's position)."""
+    @property
+    def timecode(self) -> str | None:
+        """The frame on screen's timecode, "hh:mm:ss:ff" from the range's first frame."""
+    @property
     def playing(self) -> bool: ...
     @property
     def looped(self) -> bool: ...

@@ -763,6 +763,10 @@ impl Run<'_> {
             range: shared.route.span(),
             looped: shared.route.looped(),
             ended,
+            number: self
+                .screen_position()
+                .map(|p| super::number_at(self.feed, p)),
+            fps: shared.period.as_secs_f64().recip(),
             rate: shared.clock.rate(),
             display: self.display,
         });
