@@ -398,3 +398,36 @@ fn the_display_transfer_changes_how_a_scene_linear_frame_is_drawn_and_not_a_disp
     player.close().unwrap();
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_players_cache_filling_is_heard_as_cache_changed_events_and_seen_in_cache_info() {
+    let dir = write_frames("cache-events");
+    let (gpu, engine) = gpu_and_engine();
+    let player = Player::open(&gpu, &engine, options(&dir)).unwrap();
+    // Paused on frame 0, the decoders fill the cache ahead of it.
+    let started = std::time::Instant::now();
+    let mut heard = false;
+    while !heard {
+        assert!(started.elapsed() < SETTLE, "no cache-changed event");
+        if let Ok(event) = player.events().recv_timeout(Duration::from_millis(50)) {
+            heard = event == Event::CacheChanged;
+        }
+    }
+    while player.cache_info().is_none_or(|c| c.frames < FRAMES) {
+        assert!(
+            started.elapsed() < SETTLE * 2,
+            "the cache never held every frame: {:?}",
+            player.cache_info()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Nothing changes while it stays paused with everything held: no more
+    // of them (events already waiting aside).
+    std::thread::sleep(Duration::from_millis(400));
+    let _ = player.events().try_iter().count();
+    std::thread::sleep(Duration::from_millis(400));
+    let later: Vec<Event> = player.events().try_iter().collect();
+    assert!(!later.contains(&Event::CacheChanged), "{later:?}");
+    player.close().unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -22,7 +22,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The events a handler can be given to, and what each is called with.
-const EVENTS: [&str; 5] = ["frame-changed", "play-start", "play-stop", "ended", "error"];
+const EVENTS: [&str; 6] = [
+    "frame-changed",
+    "play-start",
+    "play-stop",
+    "cache-changed",
+    "ended",
+    "error",
+];
 
 type Handlers = Arc<Mutex<HashMap<&'static str, Vec<Py<PyAny>>>>>;
 
@@ -133,6 +140,7 @@ fn forward_events(events: crossbeam_channel::Receiver<Event>, handlers: Handlers
                     Event::FrameChanged(p) => ("frame-changed", Some(EventArg::Frame(p))),
                     Event::PlayStarted => ("play-start", None),
                     Event::PlayStopped => ("play-stop", None),
+                    Event::CacheChanged => ("cache-changed", None),
                     Event::Ended => ("ended", None),
                     Event::Error(e) => ("error", Some(EventArg::Text(e))),
                 };
@@ -516,8 +524,9 @@ impl Player {
     }
 
     /// Calls `fn` on each `event`: `"frame-changed"` (with the new
-    /// frame), `"play-start"`, `"play-stop"`, `"ended"`, `"error"` (with
-    /// the message). Handlers run on stagehand's Python thread, in the
+    /// frame), `"play-start"`, `"play-stop"`, `"cache-changed"` (what the
+    /// frame cache holds changed; at most every 100 ms: ask
+    /// `cache_info()`), `"ended"`, `"error"` (with the message). Handlers run on stagehand's Python thread, in the
     /// order the events happened.
     fn on(&self, event: &str, callback: Py<PyAny>, py: Python<'_>) -> PyResult<()> {
         let Some(name) = EVENTS.iter().find(|e| **e == event) else {

@@ -368,3 +368,16 @@ def test_the_frame_on_screen_has_its_file_number_and_timecode(player):
     assert player.wait(frame=11, timeout=10)
     assert player.frame_number == 12
     assert player.timecode == "00:00:00:11"
+
+
+def test_cache_changed_events_come_while_the_cache_fills(gpu, sequence):
+    # A player of its own, so the cache is still filling when the handler
+    # is set (the shared fixture's may be full already).
+    events = Events()
+    with stagehand_gpu.Player(sequence, fps=24, size=FRAME_SIZE, gpu=gpu) as player:
+        player.on("cache-changed", events.recorder("cache-changed"))
+        player.seek(6)
+        assert eventually(lambda: player.cache_info()["frames"] == 12)
+        player.seek(0)
+        assert events.wait_for(lambda items: len(items) >= 1), "no cache-changed event"
+        assert all(args == ("cache-changed",) for args in events.snapshot()), events.snapshot()

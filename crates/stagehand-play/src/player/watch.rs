@@ -22,6 +22,10 @@ pub enum Event {
     /// The clock stopped (pause, a step, the end of a range that does not
     /// loop).
     PlayStopped,
+    /// What the frame cache holds changed (frames decoded, let go, put
+    /// on the device): ask [`Watch::cache_info`] for it. Sent at most
+    /// every [`CACHE_EVERY`].
+    CacheChanged,
     /// Playback ended (closed, or every tick asked for has run).
     Ended,
     /// Playback failed: the error, as text (the player's `close` returns
@@ -176,7 +180,18 @@ struct Inner {
     cache: Mutex<Option<Arc<FrameCache>>>,
     /// The render loop's latest progress: the summary so far.
     progress: Mutex<Option<crate::Progress>>,
+    /// When the cache was last looked at, and what it held then.
+    cache_seen: Mutex<Option<(std::time::Instant, CacheMark)>>,
 }
+
+/// What a look at the frame cache found, to tell whether it changed: its
+/// frames and bytes, its counts of frames decoded and let go, and the
+/// frames on the device.
+type CacheMark = (u64, u64, u64, u64, usize);
+
+/// Longest the cache-changed event lags behind the cache, and shortest
+/// time between two of them.
+pub const CACHE_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl Watch {
     /// A watch and the receiving end of its events.
@@ -193,6 +208,35 @@ impl Watch {
     /// The state of playback now.
     pub fn status(&self) -> Status {
         *self.inner.status.lock()
+    }
+
+    /// Sends [`Event::CacheChanged`] when what the frame cache holds
+    /// changed since the last look; looks at most every [`CACHE_EVERY`].
+    pub(crate) fn look_at_cache(&self) {
+        let Some(cache) = self.inner.cache.lock().clone() else {
+            return;
+        };
+        let now = std::time::Instant::now();
+        let mut seen = self.inner.cache_seen.lock();
+        if seen.is_some_and(|(at, _)| now - at < CACHE_EVERY) {
+            return;
+        }
+        let stats = cache.stats();
+        let mut device = 0;
+        cache.device_positions(|_| device += 1);
+        let mark = (
+            stats.frames,
+            stats.bytes,
+            stats.decoded,
+            stats.evicted + stats.played_let_go,
+            device,
+        );
+        let changed = seen.is_none_or(|(_, before)| before != mark);
+        *seen = Some((now, mark));
+        drop(seen);
+        if changed {
+            self.send(Event::CacheChanged);
+        }
     }
 
     /// The texture the picture is drawn into, once there is one.

@@ -277,7 +277,7 @@ class Player:
         """Waits until the frame on screen and/or playing are as given; whether they came."""
     def on(
         self,
-        event: Literal["frame-changed", "play-start", "play-stop", "ended", "error"],
+        event: Literal["frame-changed", "play-start", "play-stop", "cache-changed", "ended", "error"],
         fn: Callable[..., object],
     ) -> None:
         """Calls fn on each event (frame-changed: fn(frame); error: fn(message))."""

@@ -770,6 +770,9 @@ impl Run<'_> {
             rate: shared.clock.rate(),
             display: self.display,
         });
+        if !ended {
+            watch.look_at_cache();
+        }
     }
 
     /// The sequence position of the frame on screen.
