@@ -33,7 +33,7 @@ pub use convert::format::{FormatChoice, FormatPlan};
 pub use error::{Field, PlayError};
 
 pub use options::{Mode, PlayOptions, Preroll, parse_bytes};
-pub use player::watch::{CacheInfo, EVENT_QUEUE, Event, Status, Watch};
+pub use player::watch::{CACHE_EVERY, CacheInfo, EVENT_QUEUE, Event, Status, Watch};
 pub use player::{PictureReader, Player, engine_config, play, play_in, wanted_features};
 pub use render::{Display, Renderer, Transfer};
 pub use source::natural_cmp;
