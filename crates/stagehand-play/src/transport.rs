@@ -35,6 +35,8 @@ pub enum Command {
     Loop(bool),
     /// Change the exposure of scene-linear sources by this many stops.
     Exposure(f32),
+    /// Set the exposure of scene-linear sources to this many stops.
+    SetExposure(f32),
     /// Fullscreen on or off.
     ToggleFullscreen,
     /// Heads-up display on or off.

@@ -384,6 +384,14 @@ fn the_display_transfer_changes_how_a_scene_linear_frame_is_drawn_and_not_a_disp
             got[0]
         );
     }
+    // An exposure set outright, then changed by a step.
+    player.set_exposure(5.0);
+    player.expose(-4.0);
+    assert!(
+        player.wait(SETTLE, |s| s.display.is_some_and(|d| d.exposure == 1.0)),
+        "{:?}",
+        player.status()
+    );
     player.close().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 

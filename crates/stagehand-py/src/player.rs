@@ -475,10 +475,29 @@ impl Player {
     }
 
     /// The exposure of scene-linear sources, in stops; `None` for
-    /// display-referred sources.
+    /// display-referred sources. Set it (-32 to 32) to change.
     #[getter]
     fn exposure(&self) -> PyResult<Option<f32>> {
         Ok(self.status()?.display.map(|d| d.exposure))
+    }
+
+    /// Waits (a second at most) for the player to take it.
+    #[setter]
+    fn set_exposure(&self, py: Python<'_>, stops: f32) -> PyResult<()> {
+        let most = stagehand_play::options::MAX_EXPOSURE as f32;
+        if !(stops.is_finite() && stops.abs() <= most) {
+            return Err(errors::invalid(format!(
+                "exposure {stops}: stops must be from -{most} to {most}"
+            )));
+        }
+        let player = self.player()?;
+        player.set_exposure(stops);
+        py.detach(|| {
+            player.wait(Duration::from_secs(1), |s| {
+                s.display.is_none_or(|d| d.exposure == stops) || s.ended
+            })
+        });
+        Ok(())
     }
 
     /// Events let go because 1,024 waited unforwarded (handlers slower

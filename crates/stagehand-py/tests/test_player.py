@@ -359,6 +359,12 @@ def test_the_transfer_of_a_scene_linear_source_changes_its_picture(gpu, linear_s
         assert eventually(lambda: player.exposure == 1.0)
         want = srgb(min(1.0, 2 * LINEAR_GREY))
         assert eventually(lambda: abs(int(centre(player.frame_array())[0]) - want) <= 2)
+        player.exposure = -1.0
+        assert player.exposure == -1.0
+        want = srgb(LINEAR_GREY / 2)
+        assert eventually(lambda: abs(int(centre(player.frame_array())[0]) - want) <= 2)
+        with pytest.raises(stagehand_gpu.InvalidArgumentError, match="exposure"):
+            player.exposure = float("nan")
 
 
 def test_the_frame_on_screen_has_its_file_number_and_timecode(player):

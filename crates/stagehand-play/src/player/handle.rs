@@ -166,6 +166,12 @@ impl Player {
         self.remote.send(Command::Exposure(stops));
     }
 
+    /// Sets the exposure of scene-linear sources to `stops` (clamped to
+    /// the options' bound).
+    pub fn set_exposure(&self, stops: f32) {
+        self.remote.send(Command::SetExposure(stops));
+    }
+
     /// Shows scene-linear sources through `transfer` (display-referred
     /// sources are drawn as they are).
     pub fn set_transfer(&self, transfer: crate::render::Transfer) {

@@ -266,6 +266,8 @@ class Player:
     @property
     def exposure(self) -> float | None:
         """Stops of exposure of scene-linear sources; None for display-referred ones."""
+    @exposure.setter
+    def exposure(self, stops: float) -> None: ...
     @property
     def ended(self) -> bool: ...
     @property

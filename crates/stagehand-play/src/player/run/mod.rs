@@ -457,7 +457,10 @@ impl Run<'_> {
             Command::Resize(width, height) => {
                 self.resize(gpu, renderer, output, (width, height), options)?;
             }
-            Command::Exposure(_) | Command::Transfer(_) | Command::NextTransfer => {
+            Command::Exposure(_)
+            | Command::SetExposure(_)
+            | Command::Transfer(_)
+            | Command::NextTransfer => {
                 self.change_display(gpu, renderer, output, command)?;
             }
             Command::ToggleFullscreen | Command::ToggleHud => toggle_window(output, command),
@@ -601,9 +604,9 @@ impl Run<'_> {
         };
         match command {
             Command::Exposure(stops) => {
-                let max = crate::options::MAX_EXPOSURE as f32;
-                display.exposure = (display.exposure + stops).clamp(-max, max);
+                display.exposure = bounded_exposure(display.exposure + stops);
             }
+            Command::SetExposure(stops) => display.exposure = bounded_exposure(stops),
             Command::Transfer(transfer) => display.transfer = transfer,
             Command::NextTransfer => display.transfer = display.transfer.next(),
             _ => return Ok(()),
@@ -1149,6 +1152,16 @@ pub(super) enum TierWait {
     Landed,
     /// At most this long (realtime: what is left of its period).
     For(Duration),
+}
+
+/// `stops` of exposure within the bound the options take (not a number:
+/// none).
+fn bounded_exposure(stops: f32) -> f32 {
+    let max = crate::options::MAX_EXPOSURE as f32;
+    if stops.is_nan() {
+        return 0.0;
+    }
+    stops.clamp(-max, max)
 }
 
 /// Sets the clock's rate as a rate command asks: to a rate, or times the
