@@ -470,15 +470,20 @@ fn a_window_on_a_server_without_shared_memory_puts_its_frames_through_the_socket
     );
 }
 
-fn transport(backend: &str) {
-    let args = [
+/// A window's arguments for a player paused at frame `seek`, 480x360.
+fn paused_at(seek: &str) -> [&str; 6] {
+    [
         "--window",
         "--start-paused",
         "--seek",
-        "1003",
+        seek,
         "--output-size",
         "480x360",
-    ];
+    ]
+}
+
+fn transport(backend: &str) {
+    let args = paused_at("1003");
     let Some(out) = in_window("transport", backend, &args, "q", |x, player| {
         player.wait_for(colour(1003), "paused at --seek 1003");
         player.key(&["Right"]);
@@ -518,14 +523,7 @@ on_both_adapters!(
 );
 
 fn keys(backend: &str) {
-    let args = [
-        "--window",
-        "--start-paused",
-        "--seek",
-        "1008",
-        "--output-size",
-        "480x360",
-    ];
+    let args = paused_at("1008");
     in_window("keys", backend, &args, "Escape", |_, player| {
         player.wait_for(colour(1008), "paused on the last frame");
         // Without the loop, a step past the end stays on the last frame.
@@ -577,14 +575,7 @@ on_both_adapters!(
 /// marks them, loops wrap between them, Home and End go to them, X clears
 /// them.
 fn in_and_out(backend: &str) {
-    let args = [
-        "--window",
-        "--start-paused",
-        "--seek",
-        "1003",
-        "--output-size",
-        "480x360",
-    ];
+    let args = paused_at("1003");
     in_window("in-and-out", backend, &args, "q", |_, player| {
         player.wait_for(colour(1003), "paused at --seek 1003");
         player.key(&["i", "Right", "Right"]);

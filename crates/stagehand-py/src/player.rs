@@ -59,6 +59,22 @@ impl Player {
     fn status(&self) -> PyResult<Status> {
         Ok(self.player()?.status())
     }
+
+    /// Sends a command through `send`, then waits (a second at most, the
+    /// interpreter free meanwhile) until the player has taken it
+    /// (`taken`) or has ended: reading the state back then says what was
+    /// set.
+    fn send_and_settle(
+        &self,
+        py: Python<'_>,
+        send: impl FnOnce(&RustPlayer),
+        taken: impl Fn(&Status) -> bool + Sync,
+    ) -> PyResult<()> {
+        let player = self.player()?;
+        send(&player);
+        py.detach(|| player.wait(Duration::from_secs(1), |s| taken(s) || s.ended));
+        Ok(())
+    }
 }
 
 /// Options as `stagehand play` takes them, from the constructor's
@@ -280,12 +296,7 @@ impl Player {
     /// Changes the exposure of scene-linear sources by `stops`
     /// (-32 to 32).
     fn expose(&self, stops: f32) -> PyResult<()> {
-        let most = stagehand_play::options::MAX_EXPOSURE as f32;
-        if !(stops.is_finite() && stops.abs() <= most) {
-            return Err(errors::invalid(format!(
-                "expose({stops}): stops must be from -{most} to {most}"
-            )));
-        }
+        let stops = checked_stops(&format!("expose({stops})"), stops)?;
         self.player()?.expose(stops);
         Ok(())
     }
@@ -343,10 +354,7 @@ impl Player {
     /// reading it back says what was set.
     #[setter]
     fn set_looped(&self, py: Python<'_>, on: bool) -> PyResult<()> {
-        let player = self.player()?;
-        player.set_looped(on);
-        py.detach(|| player.wait(Duration::from_secs(1), |s| s.looped == on || s.ended));
-        Ok(())
+        self.send_and_settle(py, |p| p.set_looped(on), |s| s.looped == on)
     }
 
     /// The positions played, as (first, last): the in and out points
@@ -373,54 +381,38 @@ impl Player {
                 "set_range({first}, {last}): the first comes after the last"
             )));
         }
-        let player = self.player()?;
-        let len = player.status().len;
+        let len = self.status()?.len;
         let want = (
             from.min(len.saturating_sub(1)),
             to.min(len.saturating_sub(1)) + 1,
         );
-        player.set_range(from, to);
-        py.detach(|| player.wait(Duration::from_secs(1), |s| s.range == want || s.ended));
-        Ok(())
+        self.send_and_settle(py, |p| p.set_range(from, to), |s| s.range == want)
     }
 
     /// Plays the whole range again.
     fn clear_range(&self, py: Python<'_>) -> PyResult<()> {
-        let player = self.player()?;
-        let len = player.status().len;
-        player.clear_range();
-        py.detach(|| player.wait(Duration::from_secs(1), |s| s.range == (0, len) || s.ended));
-        Ok(())
+        let len = self.status()?.len;
+        self.send_and_settle(py, |p| p.clear_range(), |s| s.range == (0, len))
     }
 
     /// Makes the frame on screen the in point (the out point stays where
     /// it still follows it, else the range runs to the end). Waits (a
     /// second at most) for the player to take it.
     fn mark_in(&self, py: Python<'_>) -> PyResult<()> {
-        let player = self.player()?;
-        let at = player.status().position;
-        player.mark_in();
-        py.detach(|| {
-            player.wait(Duration::from_secs(1), |s| {
-                s.range.0 == at.unwrap_or(0) || s.ended
-            })
-        });
-        Ok(())
+        let at = self.status()?.position.unwrap_or(0);
+        self.send_and_settle(py, |p| p.mark_in(), |s| s.range.0 == at)
     }
 
     /// Makes the frame on screen the out point (the in point stays where
     /// it still comes before it, else the range starts at the first
     /// frame). Waits (a second at most) for the player to take it.
     fn mark_out(&self, py: Python<'_>) -> PyResult<()> {
-        let player = self.player()?;
-        let at = player.status().position;
-        player.mark_out();
-        py.detach(|| {
-            player.wait(Duration::from_secs(1), |s| {
-                s.range.1 == at.map_or(s.range.1, |p| p + 1) || s.ended
-            })
-        });
-        Ok(())
+        let at = self.status()?.position;
+        self.send_and_settle(
+            py,
+            |p| p.mark_out(),
+            |s| s.range.1 == at.map_or(s.range.1, |p| p + 1),
+        )
     }
 
     /// Play time per wall time: 1 plays at the frame rate, 2 twice as
@@ -441,10 +433,7 @@ impl Player {
                 "rate {rate}: must be from {MIN_RATE} to {MAX_RATE}"
             )));
         }
-        let player = self.player()?;
-        player.set_rate(rate);
-        py.detach(|| player.wait(Duration::from_secs(1), |s| s.rate == rate || s.ended));
-        Ok(())
+        self.send_and_settle(py, |p| p.set_rate(rate), |s| s.rate == rate)
     }
 
     /// The display transform of scene-linear sources (EXR, float TIFF):
@@ -464,14 +453,11 @@ impl Player {
         let transfer: stagehand_play::Transfer = name
             .parse()
             .map_err(|e: String| errors::invalid(format!("transfer {e}")))?;
-        let player = self.player()?;
-        player.set_transfer(transfer);
-        py.detach(|| {
-            player.wait(Duration::from_secs(1), |s| {
-                s.display.is_none_or(|d| d.transfer == transfer) || s.ended
-            })
-        });
-        Ok(())
+        self.send_and_settle(
+            py,
+            |p| p.set_transfer(transfer),
+            |s| s.display.is_none_or(|d| d.transfer == transfer),
+        )
     }
 
     /// The exposure of scene-linear sources, in stops; `None` for
@@ -484,20 +470,12 @@ impl Player {
     /// Waits (a second at most) for the player to take it.
     #[setter]
     fn set_exposure(&self, py: Python<'_>, stops: f32) -> PyResult<()> {
-        let most = stagehand_play::options::MAX_EXPOSURE as f32;
-        if !(stops.is_finite() && stops.abs() <= most) {
-            return Err(errors::invalid(format!(
-                "exposure {stops}: stops must be from -{most} to {most}"
-            )));
-        }
-        let player = self.player()?;
-        player.set_exposure(stops);
-        py.detach(|| {
-            player.wait(Duration::from_secs(1), |s| {
-                s.display.is_none_or(|d| d.exposure == stops) || s.ended
-            })
-        });
-        Ok(())
+        let stops = checked_stops(&format!("exposure {stops}"), stops)?;
+        self.send_and_settle(
+            py,
+            |p| p.set_exposure(stops),
+            |s| s.display.is_none_or(|d| d.exposure == stops),
+        )
     }
 
     /// Events let go because 1,024 waited unforwarded (handlers slower
@@ -857,4 +835,16 @@ fn transfer_name(transfer: stagehand_play::Transfer) -> &'static str {
         stagehand_play::Transfer::Rec709 => "rec709",
         stagehand_play::Transfer::Linear => "linear",
     }
+}
+
+/// `stops` of exposure where it is a number from -32 to 32 (the options'
+/// bound), else an invalid argument named by `what`.
+fn checked_stops(what: &str, stops: f32) -> PyResult<f32> {
+    let most = stagehand_play::options::MAX_EXPOSURE as f32;
+    if !(stops.is_finite() && stops.abs() <= most) {
+        return Err(errors::invalid(format!(
+            "{what}: stops must be from -{most} to {most}"
+        )));
+    }
+    Ok(stops)
 }

@@ -72,21 +72,24 @@ impl Clock {
     /// pictures neither jump ahead nor back.
     fn sound_now(&self) -> Option<Duration> {
         #[cfg(feature = "video")]
-        if let Some(sound) = self.sound.get()
-            && self.wall.rate() == 1.0
-        {
+        if let Some(sound) = self.timekeeping_sound() {
             return sound.now_or_hand_over(&self.wall);
         }
         None
     }
 
-    /// Whether the sound keeps play time: there is sound, and the rate is
-    /// 1 (at any other the sound is silent and the wall clock keeps it).
+    /// The sound, while it keeps play time: there is sound, and the rate
+    /// is 1 (at any other the sound is silent and the wall clock keeps it).
+    #[cfg(feature = "video")]
+    fn timekeeping_sound(&self) -> Option<&SoundClock> {
+        self.sound.get().filter(|_| self.wall.rate() == 1.0)
+    }
+
+    /// Whether the sound keeps play time (see `timekeeping_sound`).
     pub(super) fn sound_keeps_time(&self) -> bool {
         #[cfg(feature = "video")]
-        if self.sound.get().is_some() {
-            return self.wall.rate() == 1.0;
-        }
+        return self.timekeeping_sound().is_some();
+        #[cfg(not(feature = "video"))]
         false
     }
 
@@ -159,9 +162,7 @@ impl Clock {
     pub(super) fn resume(&self) {
         self.wall.resume();
         #[cfg(feature = "video")]
-        if let Some(sound) = self.sound.get()
-            && self.wall.rate() == 1.0
-        {
+        if let Some(sound) = self.timekeeping_sound() {
             sound.resume();
         }
     }
@@ -176,9 +177,7 @@ impl Clock {
     pub(super) fn set(&self, t: Duration) {
         self.start();
         #[cfg(feature = "video")]
-        if let Some(sound) = self.sound.get()
-            && self.wall.rate() == 1.0
-        {
+        if let Some(sound) = self.timekeeping_sound() {
             sound.set_with(t, &self.wall);
             return;
         }

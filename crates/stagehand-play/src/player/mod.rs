@@ -615,7 +615,6 @@ fn open_output<'s>(
         text_at: None,
         presents: std::collections::VecDeque::new(),
         playhead: None,
-        range: (0, 0),
         lines: Vec::new(),
         drawn: None,
         dirty: true,

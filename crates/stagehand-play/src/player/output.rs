@@ -47,8 +47,6 @@ pub(super) struct Windowed<'s> {
     pub(super) presents: std::collections::VecDeque<Instant>,
     /// The playhead the timeline shows.
     pub(super) playhead: Option<usize>,
-    /// The in and out points the timeline shows.
-    pub(super) range: (usize, usize),
     /// The heads-up display's lines as drawn.
     pub(super) lines: Vec<String>,
     /// The picture last drawn into the window.

@@ -404,21 +404,21 @@ impl Overlay {
         self.timeline = Some(Timeline {
             len,
             playhead: playhead.zip(last).map(|(p, last)| p.min(last)),
-            range: range
-                .filter(|&(first, end)| first < end && end <= len && (first, end) != (0, len)),
+            range: range.and_then(|range| marked(range, len)),
         });
         Ok(())
     }
 
     /// Marks the in and out points on the timeline: `first` to one past
-    /// the last position played. Nothing shows for the whole sequence, or
-    /// before [`set_timeline`](Self::set_timeline).
-    pub fn set_range(&mut self, (first, end): (usize, usize)) {
-        if let Some(timeline) = &mut self.timeline {
-            let whole = (first, end) == (0, timeline.len);
-            let fits = first < end && end <= timeline.len;
-            timeline.range = (fits && !whole).then_some((first, end));
-        }
+    /// the last position played; whether what it marks changed. Nothing
+    /// shows for the whole sequence, or before
+    /// [`set_timeline`](Self::set_timeline).
+    pub fn set_range(&mut self, (first, end): (usize, usize)) -> bool {
+        let Some(timeline) = &mut self.timeline else {
+            return false;
+        };
+        let range = marked((first, end), timeline.len);
+        std::mem::replace(&mut timeline.range, range) != range
     }
 
     /// Writes `count` cell codes (the rest of `codes` zero) to the device.
@@ -705,6 +705,14 @@ fn tier_counts(
         ram[texel_of(p, len, texels)] += 1;
     }
     (device, ram)
+}
+
+/// In and out points `(first, end)` as the timeline of `len` positions
+/// marks them: `None` for the whole sequence or a range that does not fit
+/// it.
+fn marked((first, end): (usize, usize), len: usize) -> Option<(usize, usize)> {
+    let fits = first < end && end <= len;
+    (fits && (first, end) != (0, len)).then_some((first, end))
 }
 
 /// The columns of a strip `width` pixels wide (at least 1) that positions

@@ -589,9 +589,10 @@ impl Run<'_> {
     }
 
     /// Changes how a scene-linear source is shown (exposure, transfer
-    /// function) and draws the picture on screen again with it, offscreen
-    /// too (a paused player's caller sees it at once). Display-referred
-    /// sources have no transform: nothing changes.
+    /// function) and draws the picture on screen again with it: offscreen
+    /// at once (a paused player's caller sees it); a window, dirtied by
+    /// every command, at its next redraw. Display-referred sources have no
+    /// transform: nothing changes.
     fn change_display(
         &mut self,
         gpu: &Gpu,
@@ -613,7 +614,10 @@ impl Run<'_> {
         }
         renderer.set_display(gpu, self.display)?;
         self.drawn_offscreen = None;
-        self.present(gpu, renderer, output, false)
+        if matches!(output, Output::Offscreen) {
+            self.present(gpu, renderer, output, false)?;
+        }
+        Ok(())
     }
 
     /// A window asks its windowing system for `size`; offscreen, the
@@ -759,16 +763,15 @@ impl Run<'_> {
     /// Tells `watch` the state of playback now (`ended`: for good).
     pub(super) fn report(&self, watch: &super::watch::Watch, ended: bool) {
         let shared = &self.shared;
+        let position = self.screen_position();
         watch.update(super::watch::Status {
-            position: self.screen_position(),
+            position,
             playing: !ended && !shared.clock.paused(),
             len: shared.route.len(),
             range: shared.route.span(),
             looped: shared.route.looped(),
             ended,
-            number: self
-                .screen_position()
-                .map(|p| super::number_at(self.feed, p)),
+            number: position.map(|p| super::number_at(self.feed, p)),
             fps: shared.period.as_secs_f64().recip(),
             rate: shared.clock.rate(),
             display: self.display,

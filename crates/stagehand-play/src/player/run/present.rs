@@ -243,12 +243,7 @@ impl Run<'_> {
                 .set_timeline_texels(gpu, &w.cells, len, playhead)?;
             changed = true;
         }
-        let range = self.shared.route.span();
-        if range != w.range {
-            w.range = range;
-            w.overlay.set_range(range);
-            changed = true;
-        }
+        changed |= w.overlay.set_range(self.shared.route.span());
         if w.hud && w.text_at.is_none_or(|at| now - at >= TEXT_EVERY) {
             w.text_at = Some(now);
             let lines = self.hud_lines(w);
