@@ -270,7 +270,6 @@ impl PlayArgs {
         let fps = self.rate();
         let options = PlayOptions {
             remote: None,
-            watch: None,
             source: self.source.clone(),
             range: self.range,
             fps,

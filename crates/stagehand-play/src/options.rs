@@ -127,9 +127,6 @@ pub struct PlayOptions {
     /// Commands from outside the player while it runs (beside a window's
     /// keys); `None`: none.
     pub remote: Option<crate::transport::Remote>,
-    /// Where the render loop reports the state of playback, its events and
-    /// the texture it draws into; `None`: nowhere.
-    pub watch: Option<crate::player::watch::Watch>,
     /// How a window's surface presents.
     pub present: crate::window::PresentChoice,
     /// Sound: a file beside the pictures, an offset, mute, the output.
@@ -161,7 +158,6 @@ impl Default for PlayOptions {
             seek: None,
             start_paused: false,
             remote: None,
-            watch: None,
             present: crate::window::PresentChoice::Auto,
             audio: crate::audio::AudioOptions::default(),
         }

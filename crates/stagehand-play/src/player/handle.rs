@@ -56,7 +56,7 @@ impl Player {
     /// offscreen at `options.output_size`, paused on the first frame when
     /// `options.start_paused`. Returns once the first frame is drawn; a
     /// source or an option that cannot play is its typed error.
-    /// `options.remote` and `options.watch` are the player's own.
+    /// `options.remote` is the player's own.
     pub fn open(
         gpu: &Arc<Gpu>,
         engine: &Arc<UploadEngine>,
@@ -66,15 +66,14 @@ impl Player {
         let remote = Remote::new();
         let (watch, events) = Watch::new();
         options.remote = Some(remote.clone());
-        options.watch = Some(watch.clone());
         let thread = {
             let (gpu, engine) = (Arc::clone(gpu), Arc::clone(engine));
-            let progress = watch.clone();
+            let watch = watch.clone();
             std::thread::Builder::new()
                 .name("stagehand player".into())
                 .spawn(move || {
-                    crate::play(&gpu, &engine, &options, |p| {
-                        progress.set_progress(p);
+                    super::play_watched(&gpu, &engine, &options, &watch, |p| {
+                        watch.set_progress(p);
                         ControlFlow::Continue(())
                     })
                 })

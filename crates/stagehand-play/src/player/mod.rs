@@ -209,7 +209,7 @@ pub fn play(
     options: &PlayOptions,
     progress: impl FnMut(Progress) -> ControlFlow<()>,
 ) -> Result<PlaySummary, PlayError> {
-    play_to(gpu, engine, options, None, progress)
+    play_to(gpu, engine, options, None, None, progress)
 }
 
 /// Plays into a window, with transport (see [`crate::window::keys`]) and
@@ -224,19 +224,32 @@ pub fn play_in(
     screen: &mut Screen,
     progress: impl FnMut(Progress) -> ControlFlow<()>,
 ) -> Result<PlaySummary, PlayError> {
-    play_to(gpu, engine, options, Some(screen), progress)
+    play_to(gpu, engine, options, Some(screen), None, progress)
 }
 
-/// Plays, and tells `options.watch` (if any) how it ended.
+/// Plays offscreen like [`play`], telling `watch` (a [`Player`]'s) the
+/// state of playback, its events and the picture's texture as it goes.
+fn play_watched(
+    gpu: &Arc<Gpu>,
+    engine: &UploadEngine,
+    options: &PlayOptions,
+    watch: &watch::Watch,
+    progress: impl FnMut(Progress) -> ControlFlow<()>,
+) -> Result<PlaySummary, PlayError> {
+    play_to(gpu, engine, options, None, Some(watch), progress)
+}
+
+/// Plays, and tells `watch` (if any) how it ended.
 fn play_to(
     gpu: &Arc<Gpu>,
     engine: &UploadEngine,
     options: &PlayOptions,
     screen: Option<&mut Screen>,
+    watch: Option<&watch::Watch>,
     progress: impl FnMut(Progress) -> ControlFlow<()>,
 ) -> Result<PlaySummary, PlayError> {
-    let result = play_to_end(gpu, engine, options, screen, progress);
-    if let (Err(e), Some(watch)) = (&result, &options.watch) {
+    let result = play_to_end(gpu, engine, options, screen, watch, progress);
+    if let (Err(e), Some(watch)) = (&result, watch) {
         watch.failed(e.to_string());
     }
     result
@@ -247,6 +260,7 @@ fn play_to_end(
     engine: &UploadEngine,
     options: &PlayOptions,
     screen: Option<&mut Screen>,
+    watch: Option<&watch::Watch>,
     mut progress: impl FnMut(Progress) -> ControlFlow<()>,
 ) -> Result<PlaySummary, PlayError> {
     let held = check_run(options, screen.is_some())?;
@@ -272,8 +286,9 @@ fn play_to_end(
         a.keep_time(&shared.clock);
     }
     let mut run = start_run(&shared, &opened, decoders, gpu_cache, display)?;
-    if let Some(watch) = &options.watch {
+    if let Some(watch) = watch {
         show_to(watch, &renderer, &opened.feed);
+        run.watch = Some(watch.clone());
     }
     let result = run.play(
         gpu,
@@ -284,7 +299,7 @@ fn play_to_end(
         &mut progress,
     );
     let frames_run = run.stop();
-    if let (Ok(_), Some(watch)) = (&result, &options.watch) {
+    if let (Ok(_), Some(watch)) = (&result, watch) {
         run.report(watch, true);
     }
     let ended = Ended {

@@ -65,6 +65,9 @@ pub(super) struct Run<'a> {
     pub(super) drift: Samples<(u64, f64)>,
     /// The largest |drift| of all, in milliseconds.
     pub(super) drift_max: f64,
+    /// Where the state of playback, its events and the picture's texture
+    /// are reported (a [`Player`](crate::Player)'s); `None`: nowhere.
+    pub(super) watch: Option<super::watch::Watch>,
 }
 
 /// What waiting for a tick ended with.
@@ -123,6 +126,7 @@ impl<'a> Run<'a> {
             ticks_run: 0,
             drift: Samples::default(),
             drift_max: 0.0,
+            watch: None,
         }
     }
 }
@@ -187,7 +191,7 @@ impl Run<'_> {
         let mut heap = crate::heap::Keeper::default();
         while self.ticks_run < shared.total {
             heap.tend();
-            if let Some(watch) = &options.watch {
+            if let Some(watch) = &self.watch {
                 self.report(watch, false);
             }
             self.check_failed()?;
@@ -455,7 +459,7 @@ impl Run<'_> {
                 }
             }
             Command::Resize(width, height) => {
-                self.resize(gpu, renderer, output, (width, height), options)?;
+                self.resize(gpu, renderer, output, (width, height))?;
             }
             Command::Exposure(_)
             | Command::SetExposure(_)
@@ -628,7 +632,6 @@ impl Run<'_> {
         renderer: &mut Renderer,
         output: &mut Output<'_>,
         (width, height): (u32, u32),
-        options: &PlayOptions,
     ) -> Result<(), PlayError> {
         if let Output::Window(w) = output {
             w.screen.request_size((width, height));
@@ -637,7 +640,7 @@ impl Run<'_> {
         let size = (width.clamp(1, MAX_OUTPUT), height.clamp(1, MAX_OUTPUT));
         renderer.set_output_size(gpu, size)?;
         self.drawn_offscreen = None;
-        if let Some(watch) = &options.watch {
+        if let Some(watch) = &self.watch {
             watch.set_picture(renderer.output_texture().clone());
         }
         self.present(gpu, renderer, output, false)?;
