@@ -141,19 +141,28 @@ pub fn coalesce(commands: Vec<Command>) -> Vec<Command> {
 
 /// One leg of the route: ticks from `start_tick` on show positions from
 /// `start_pos` on, one per tick, within the in and out points `span`
-/// (first position, one past the last).
+/// (first position, one past the last). Ticks are the clock's (`u64`, as
+/// the frame queue numbers its frames), positions the range's (`usize`,
+/// as the cache and the status count them): the compiler keeps the two
+/// apart, and a tick becomes a position only here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Leg {
     start_tick: u64,
-    start_pos: u64,
+    start_pos: usize,
     looped: bool,
-    span: (u64, u64),
+    span: (usize, usize),
+}
+
+/// Ticks since a leg's start as a count of positions (saturating: no
+/// range is that long).
+fn steps(ticks: u64) -> usize {
+    usize::try_from(ticks).unwrap_or(usize::MAX)
 }
 
 /// The position a tick shows on a leg; `None` before the leg starts, or
 /// past the end of a range that does not loop.
 fn position_on(leg: Leg, tick: u64) -> Option<usize> {
-    let step = tick.checked_sub(leg.start_tick)?;
+    let step = steps(tick.checked_sub(leg.start_tick)?);
     let pos = leg.start_pos.checked_add(step)?;
     let (first, end) = leg.span;
     let pos = if leg.looped && pos >= end {
@@ -161,7 +170,7 @@ fn position_on(leg: Leg, tick: u64) -> Option<usize> {
     } else {
         pos
     };
-    (pos < end).then_some(pos as usize)
+    (pos < end).then_some(pos)
 }
 
 /// Legs kept: the render loop runs a few ticks behind the producer, so
@@ -203,7 +212,7 @@ impl State {
 /// The route from ticks to positions, shared by the producer (which claims
 /// ticks in order) and the render loop (which moves it).
 pub(crate) struct Route {
-    len: u64,
+    len: usize,
     state: Mutex<State>,
     moved: Condvar,
 }
@@ -221,13 +230,13 @@ impl Route {
     /// A route over `len` positions starting at `start` on tick 0.
     pub(crate) fn new(len: usize, start: usize, looped: bool) -> Self {
         Self {
-            len: len as u64,
+            len,
             state: Mutex::new(State {
                 legs: [Leg {
                     start_tick: 0,
-                    start_pos: start as u64,
+                    start_pos: start,
                     looped,
-                    span: (0, len as u64),
+                    span: (0, len),
                 }]
                 .into(),
                 next: 0,
@@ -239,14 +248,13 @@ impl Route {
 
     /// Positions on the route.
     pub(crate) fn len(&self) -> usize {
-        self.len as usize
+        self.len
     }
 
     /// The in and out points now: the first position played and one past
     /// the last.
     pub(crate) fn span(&self) -> (usize, usize) {
-        let (first, end) = self.state.lock().leg().span;
-        (first as usize, end as usize)
+        self.state.lock().leg().span
     }
 
     /// The position tick `tick` shows, as the route stands now: through
@@ -290,7 +298,7 @@ impl Route {
         let Leg { looped, span, .. } = state.leg();
         state.push(Leg {
             start_tick: start,
-            start_pos: (pos as u64).clamp(span.0, span.1.saturating_sub(1).max(span.0)),
+            start_pos: pos.clamp(span.0, span.1.saturating_sub(1).max(span.0)),
             looped,
             span,
         });
@@ -309,7 +317,7 @@ impl Route {
         let next = state.next.max(leg.start_tick);
         // Where the old leg would have gone next, unwrapped; turning the
         // loop off at the wrap point ends the route there.
-        let step = next - leg.start_tick;
+        let step = steps(next - leg.start_tick);
         let (first, end) = leg.span;
         let mut pos = leg.start_pos.saturating_add(step);
         if leg.looped && pos >= end {
@@ -333,14 +341,14 @@ impl Route {
     /// `first`; a route that had ended stays ended. Returns the in and out
     /// points set (first, one past the last).
     pub(crate) fn set_range(&self, first: usize, last: usize) -> (usize, usize) {
-        let last = (last as u64).min(self.len.saturating_sub(1));
-        let first = (first as u64).min(last);
+        let last = last.min(self.len.saturating_sub(1));
+        let first = first.min(last);
         let span = (first, last + 1);
         let mut state = self.state.lock();
         let leg = state.leg();
         let next = state.next.max(leg.start_tick);
         let start_pos = match position_on(leg, next) {
-            Some(p) if (first..last + 1).contains(&(p as u64)) => p as u64,
+            Some(p) if (first..last + 1).contains(&p) => p,
             Some(_) => first,
             None => span.1,
         };
@@ -351,7 +359,7 @@ impl Route {
             span,
         });
         self.moved.notify_all();
-        (first as usize, span.1 as usize)
+        span
     }
 
     /// Ends the route: the producer's claim answers [`Claim::Closed`].
