@@ -177,10 +177,10 @@ fn positions(frames: &[IndexedFrame], time_base: f64, rate: f64) -> Vec<u32> {
 /// `rate`: one per tick, at least one, and bounded.
 fn position_count(frames: usize, last: f64, rate: f64) -> usize {
     // Bounded before anything is allocated: a few positions per frame,
-    // and never more than a player runs.
+    // and one past the most a movie may have (so a longer one is refused).
     let cap = frames
         .saturating_mul(MAX_POSITIONS_PER_FRAME)
-        .min(crate::options::MAX_FRAMES as usize + 1);
+        .min(super::MAX_FRAMES + 1);
     // Clamped in floating point too: a span of timestamps whose ticks do
     // not fit a `usize` (or are not a number) must not wrap to none.
     let ticks = (last * rate).round();

@@ -41,8 +41,8 @@ pub struct Movie {
     decoder: Mutex<(Decoder, std::thread::ThreadId)>,
 }
 
-/// Most frames a movie may have (about 116 hours at 24 fps), like the
-/// player's most ticks.
+/// Most frames (and positions) a movie may have: about 116 hours at 24
+/// fps.
 const MAX_FRAMES: usize = 10_000_000;
 
 /// Registers FFmpeg's formats and quiets its log, once.
