@@ -41,5 +41,5 @@ pub use summary::{
     AudioSummary, FrameBufferStats, MAX_PASSES, Millis, PassStats, PlaySummary, Progress, Saved,
     SavedTick,
 };
-pub use transport::{Command, Remote};
+pub use transport::{Command, Remote, Tick};
 pub use window::{NativeWindow, PresentChoice, Screen, WindowOptions};

@@ -10,6 +10,48 @@
 
 use parking_lot::{Condvar, Mutex};
 
+/// A tick of the player's clock: the n-th frame time since playback
+/// started, at the target rate. Ticks only increase (a seek starts a new
+/// leg of the route at a later tick), so a tick also numbers the
+/// frame pushed for it into the frame queue. Positions in the range are
+/// `usize`, frame numbers of a sequence's files `i64`: three kinds of
+/// number, three types.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Tick(pub u64);
+
+impl Tick {
+    /// The first tick of a run.
+    pub const ZERO: Self = Self(0);
+
+    /// The tick's number (the frame queue's frame number).
+    pub fn get(self) -> u64 {
+        self.0
+    }
+
+    /// The tick after this one.
+    pub fn next(self) -> Self {
+        Self(self.0.saturating_add(1))
+    }
+
+    /// Ticks from `earlier` to this one; `None` when `earlier` comes after.
+    pub fn since(self, earlier: Self) -> Option<u64> {
+        self.0.checked_sub(earlier.0)
+    }
+}
+
+impl std::ops::Add<u64> for Tick {
+    type Output = Self;
+    fn add(self, ticks: u64) -> Self {
+        Self(self.0.saturating_add(ticks))
+    }
+}
+
+impl std::fmt::Display for Tick {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "tick {}", self.0)
+    }
+}
+
 /// What the user (a key, a click, a script) asks of playback.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Command {
@@ -141,13 +183,11 @@ pub fn coalesce(commands: Vec<Command>) -> Vec<Command> {
 
 /// One leg of the route: ticks from `start_tick` on show positions from
 /// `start_pos` on, one per tick, within the in and out points `span`
-/// (first position, one past the last). Ticks are the clock's (`u64`, as
-/// the frame queue numbers its frames), positions the range's (`usize`,
-/// as the cache and the status count them): the compiler keeps the two
-/// apart, and a tick becomes a position only here.
+/// (first position, one past the last). A tick becomes a position only
+/// here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Leg {
-    start_tick: u64,
+    start_tick: Tick,
     start_pos: usize,
     looped: bool,
     span: (usize, usize),
@@ -161,8 +201,8 @@ fn steps(ticks: u64) -> usize {
 
 /// The position a tick shows on a leg; `None` before the leg starts, or
 /// past the end of a range that does not loop.
-fn position_on(leg: Leg, tick: u64) -> Option<usize> {
-    let step = steps(tick.checked_sub(leg.start_tick)?);
+fn position_on(leg: Leg, tick: Tick) -> Option<usize> {
+    let step = steps(tick.since(leg.start_tick)?);
     let pos = leg.start_pos.checked_add(step)?;
     let (first, end) = leg.span;
     let pos = if leg.looped && pos >= end {
@@ -182,7 +222,7 @@ struct State {
     /// A tick maps through the last leg starting at or before it.
     legs: std::collections::VecDeque<Leg>,
     /// The next tick the producer will claim.
-    next: u64,
+    next: Tick,
     closed: bool,
 }
 
@@ -221,7 +261,7 @@ pub(crate) struct Route {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Claim {
     /// Push tick `tick`, showing position `pos`.
-    Tick { tick: u64, pos: usize },
+    Tick { tick: Tick, pos: usize },
     /// The route is closed: stop.
     Closed,
 }
@@ -233,13 +273,13 @@ impl Route {
             len,
             state: Mutex::new(State {
                 legs: [Leg {
-                    start_tick: 0,
+                    start_tick: Tick::ZERO,
                     start_pos: start,
                     looped,
                     span: (0, len),
                 }]
                 .into(),
-                next: 0,
+                next: Tick::ZERO,
                 closed: false,
             }),
             moved: Condvar::new(),
@@ -259,7 +299,7 @@ impl Route {
 
     /// The position tick `tick` shows, as the route stands now: through
     /// the leg it belongs to.
-    pub(crate) fn position(&self, tick: u64) -> Option<usize> {
+    pub(crate) fn position(&self, tick: Tick) -> Option<usize> {
         let state = self.state.lock();
         let leg = state.legs.iter().rev().find(|l| l.start_tick <= tick)?;
         position_on(*leg, tick)
@@ -281,7 +321,7 @@ impl Route {
             }
             let tick = state.next.max(state.leg().start_tick);
             if let Some(pos) = position_on(state.leg(), tick) {
-                state.next = tick + 1;
+                state.next = tick.next();
                 return Claim::Tick { tick, pos };
             }
             self.moved.wait(&mut state);
@@ -292,7 +332,7 @@ impl Route {
     /// points), from a tick no earlier than `earliest` and past every tick
     /// the producer has claimed; returns that tick. Frames pushed for
     /// earlier ticks belong to the old leg.
-    pub(crate) fn seek(&self, earliest: u64, pos: usize) -> u64 {
+    pub(crate) fn seek(&self, earliest: Tick, pos: usize) -> Tick {
         let mut state = self.state.lock();
         let start = earliest.max(state.next);
         let Leg { looped, span, .. } = state.leg();
@@ -317,7 +357,7 @@ impl Route {
         let next = state.next.max(leg.start_tick);
         // Where the old leg would have gone next, unwrapped; turning the
         // loop off at the wrap point ends the route there.
-        let step = steps(next - leg.start_tick);
+        let step = steps(next.since(leg.start_tick).unwrap_or(0));
         let (first, end) = leg.span;
         let mut pos = leg.start_pos.saturating_add(step);
         if leg.looped && pos >= end {
@@ -417,7 +457,7 @@ mod tests {
     fn claims(route: &Route, n: usize) -> Vec<(u64, usize)> {
         (0..n)
             .map(|_| match route.claim() {
-                Claim::Tick { tick, pos } => (tick, pos),
+                Claim::Tick { tick, pos } => (tick.get(), pos),
                 Claim::Closed => panic!("closed"),
             })
             .collect()
@@ -429,7 +469,7 @@ mod tests {
         assert_eq!(claims(&route, 5), [(0, 0), (1, 1), (2, 2), (3, 0), (4, 1)]);
         let straight = Route::new(3, 1, false);
         assert_eq!(claims(&straight, 2), [(0, 1), (1, 2)]);
-        assert_eq!(straight.position(2), None, "past the end");
+        assert_eq!(straight.position(Tick(2)), None, "past the end");
     }
 
     #[test]
@@ -437,16 +477,16 @@ mod tests {
         let route = Route::new(10, 0, false);
         assert_eq!(claims(&route, 4).last(), Some(&(3, 3)));
         // The render loop is at tick 1; the producer has claimed up to 3.
-        let start = route.seek(2, 7);
-        assert_eq!(start, 4, "after the producer's last claim");
+        let start = route.seek(Tick(2), 7);
+        assert_eq!(start, Tick(4), "after the producer's last claim");
         assert_eq!(claims(&route, 2), [(4, 7), (5, 8)]);
         assert_eq!(
-            route.position(3),
+            route.position(Tick(3)),
             Some(3),
             "tick 3 keeps the old leg's position (its frame is discarded)"
         );
         // A seek to a later tick than the producer's starts there.
-        assert_eq!(route.seek(20, 0), 20);
+        assert_eq!(route.seek(Tick(20), 0), Tick(20));
         assert_eq!(claims(&route, 1), [(20, 0)]);
     }
 
@@ -458,7 +498,11 @@ mod tests {
         // Position 2 is next and inside: play goes on from there, then
         // wraps from 4 to 2.
         assert_eq!(claims(&route, 5), [(2, 2), (3, 3), (4, 4), (5, 2), (6, 3)]);
-        assert_eq!(route.position(1), Some(1), "claimed ticks keep theirs");
+        assert_eq!(
+            route.position(Tick(1)),
+            Some(1),
+            "claimed ticks keep theirs"
+        );
     }
 
     #[test]
@@ -468,7 +512,7 @@ mod tests {
         route.set_range(1, 3);
         assert_eq!(claims(&route, 3), [(1, 1), (2, 2), (3, 3)]);
         assert_eq!(
-            route.position(4),
+            route.position(Tick(4)),
             None,
             "a range that does not loop ends at its out point"
         );
@@ -479,18 +523,18 @@ mod tests {
         let route = Route::new(10, 0, true);
         route.set_range(3, 5);
         assert_eq!(
-            route.position(route.seek(0, 9)),
+            route.position(route.seek(Tick(0), 9)),
             Some(5),
             "past the out point"
         );
         assert_eq!(
-            route.position(route.seek(0, 0)),
+            route.position(route.seek(Tick(0), 0)),
             Some(3),
             "before the in point"
         );
         assert_eq!(route.set_range(0, usize::MAX), (0, 10));
         assert_eq!(route.span(), (0, 10));
-        let start = route.seek(0, 9);
+        let start = route.seek(Tick(0), 9);
         assert_eq!(
             route.position(start + 1),
             Some(0),
@@ -513,13 +557,13 @@ mod tests {
         route.set_range(2, 4);
         assert_eq!(claims(&route, 3), [(0, 2), (1, 3), (2, 4)]);
         route.set_looped(false);
-        assert_eq!(route.position(3), None);
+        assert_eq!(route.position(Tick(3)), None);
     }
 
     #[test]
     fn a_seek_past_the_end_is_clamped_to_the_last_position() {
         let route = Route::new(5, 0, false);
-        let start = route.seek(0, 99);
+        let start = route.seek(Tick(0), 99);
         assert_eq!(route.position(start), Some(4));
     }
 
@@ -533,7 +577,7 @@ mod tests {
         };
         std::thread::sleep(std::time::Duration::from_millis(30));
         assert!(!waiting.is_finished(), "nothing to claim past the end");
-        let start = route.seek(2, 0);
+        let start = route.seek(Tick(2), 0);
         std::thread::sleep(std::time::Duration::from_millis(30));
         route.close();
         let (first, second) = waiting.join().unwrap();
@@ -564,7 +608,11 @@ mod tests {
         assert_eq!(claims(&route, 4).last(), Some(&(3, 3)));
         route.set_looped(false);
         for tick in 1..4 {
-            assert_eq!(route.position(tick), Some(tick as usize), "tick {tick}");
+            assert_eq!(
+                route.position(Tick(tick)),
+                Some(tick as usize),
+                "tick {tick}"
+            );
         }
         assert_eq!(claims(&route, 1), [(4, 4)]);
     }
@@ -575,14 +623,14 @@ mod tests {
         assert_eq!(claims(&route, 2), [(0, 0), (1, 1)]);
         route.set_looped(false);
         assert_eq!(claims(&route, 1), [(2, 2)]);
-        assert_eq!(route.position(3), None);
+        assert_eq!(route.position(Tick(3)), None);
         // Off exactly at the wrap point: the route ends rather than restart.
         let wrap = Route::new(2, 0, true);
         assert_eq!(claims(&wrap, 2), [(0, 0), (1, 1)]);
         wrap.set_looped(false);
-        assert_eq!(wrap.position(2), None);
+        assert_eq!(wrap.position(Tick(2)), None);
         // And on again: the next tick wraps.
         wrap.set_looped(true);
-        assert_eq!(wrap.position(2), Some(0));
+        assert_eq!(wrap.position(Tick(2)), Some(0));
     }
 }

@@ -23,6 +23,7 @@
 //! evicting would only trade one upload for another.
 
 use crate::render::Renderer;
+use crate::transport::Tick;
 use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 use stagehand_gpu::Gpu;
@@ -96,11 +97,11 @@ impl Residency {
 
 struct HandoffState {
     /// Ticks below this one the producer has decided.
-    decided: u64,
+    decided: Tick,
     /// Ticks it left to the GPU tier, in order, not yet drawn.
-    resident: VecDeque<u64>,
+    resident: VecDeque<Tick>,
     /// Ticks below this were left behind by a seek.
-    floor: u64,
+    floor: Tick,
     /// Tier ticks let go because a seek left them.
     discarded: u64,
     closed: bool,
@@ -120,9 +121,9 @@ impl Handoff {
     pub fn new(ahead: usize) -> Self {
         Self {
             state: Mutex::new(HandoffState {
-                decided: 0,
+                decided: Tick::ZERO,
                 resident: VecDeque::new(),
-                floor: 0,
+                floor: Tick::ZERO,
                 discarded: 0,
                 closed: false,
             }),
@@ -133,7 +134,7 @@ impl Handoff {
 
     /// Producer: tick `tick` is the GPU tier's to show. Waits while the
     /// render loop is `ahead` such ticks behind; `false` once closed.
-    pub fn leave_to_tier(&self, tick: u64) -> bool {
+    pub fn leave_to_tier(&self, tick: Tick) -> bool {
         let mut state = self.state.lock();
         while state.resident.len() >= self.ahead && !state.closed {
             self.changed.wait(&mut state);
@@ -153,14 +154,14 @@ impl Handoff {
     }
 
     /// Producer: every tick below `next` is decided.
-    pub fn decided(&self, next: u64) {
+    pub fn decided(&self, next: Tick) {
         self.state.lock().decided = next;
         self.changed.notify_all();
     }
 
     /// Render loop: waits until the producer has decided `tick` (or has
     /// stopped), or `deadline` passes; whether it has.
-    pub fn wait_decided(&self, tick: u64, deadline: Option<std::time::Instant>) -> bool {
+    pub fn wait_decided(&self, tick: Tick, deadline: Option<std::time::Instant>) -> bool {
         let mut state = self.state.lock();
         while state.decided <= tick && !state.closed {
             match deadline {
@@ -177,7 +178,7 @@ impl Handoff {
 
     /// Render loop: whether `tick` is the tier's to show. Tier ticks
     /// before it (the loop was late) are passed over: their count returns.
-    pub fn take(&self, tick: u64) -> (bool, u64) {
+    pub fn take(&self, tick: Tick) -> (bool, u64) {
         let mut state = self.state.lock();
         let mut passed = 0;
         while state.resident.front().is_some_and(|&t| t < tick) {
@@ -195,7 +196,7 @@ impl Handoff {
 
     /// Render loop: lets go of the tier ticks before `tick` (a seek left
     /// them) and returns how many; they are neither shown nor passed over.
-    pub fn discard_before(&self, tick: u64) -> u64 {
+    pub fn discard_before(&self, tick: Tick) -> u64 {
         let mut state = self.state.lock();
         state.floor = state.floor.max(tick);
         let before = state.resident.len();
@@ -517,15 +518,16 @@ impl GpuCache {
 #[cfg(test)]
 mod tests {
     use super::Handoff;
+    use crate::transport::Tick;
 
     #[test]
     fn a_tick_left_to_the_tier_below_a_seek_is_discarded_not_passed_over() {
         let handoff = Handoff::new(4);
-        assert!(handoff.leave_to_tier(3));
-        assert_eq!(handoff.discard_before(10), 1);
+        assert!(handoff.leave_to_tier(Tick(3)));
+        assert_eq!(handoff.discard_before(Tick(10)), 1);
         // The producer was already on its way with tick 4 of the old place.
-        assert!(handoff.leave_to_tier(4));
-        assert_eq!(handoff.take(10), (false, 0), "nothing passed over");
+        assert!(handoff.leave_to_tier(Tick(4)));
+        assert_eq!(handoff.take(Tick(10)), (false, 0), "nothing passed over");
         assert_eq!(handoff.discarded(), 2);
     }
 }

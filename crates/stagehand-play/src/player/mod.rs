@@ -29,7 +29,7 @@ use crate::source::{
     self, Frame, FrameInfo, Frames, Gaps, SampleType, Sequence, SequenceFrames, check_size,
 };
 use crate::summary::{FrameBufferStats, Millis, PlaySummary, Progress, SavedTick};
-use crate::transport::{Claim, Route};
+use crate::transport::{Claim, Route, Tick};
 use crate::window::Screen;
 use clock::Clock;
 pub use handle::Player;
@@ -128,15 +128,15 @@ struct Counters {
     decoded_frames: AtomicU64,
     /// The last ticks pushed, newest last: pushes past the ticks the
     /// render loop ran (it stopped early) are not counted in the summary.
-    recent_pushes: Mutex<std::collections::VecDeque<u64>>,
+    recent_pushes: Mutex<std::collections::VecDeque<Tick>>,
     pushed: AtomicU64,
     /// Ticks the producer left to the GPU tier.
     left_to_tier: AtomicU64,
     /// Ticks whose frame was uploaded (to the frame queue or the GPU
     /// tier) that the render loop has not yet passed.
-    uploaded: Mutex<std::collections::BTreeSet<u64>>,
+    uploaded: Mutex<std::collections::BTreeSet<Tick>>,
     /// The last ticks the producer skipped as late (realtime), newest last.
-    skipped: Mutex<std::collections::VecDeque<u64>>,
+    skipped: Mutex<std::collections::VecDeque<Tick>>,
     /// How long before its time the producer must start on a frame.
     lead: Lead,
 }
@@ -178,8 +178,8 @@ enum Picture {
 }
 
 impl Shared {
-    fn pts(&self, tick: u64) -> Duration {
-        self.period.mul_f64(tick as f64)
+    fn pts(&self, tick: Tick) -> Duration {
+        self.period.mul_f64(tick.get() as f64)
     }
 
     /// Keeps the sound with position `pos`, on screen `late` seconds
@@ -1178,12 +1178,12 @@ fn produce(shared: &Shared, feed: &Feed) -> Result<(), PlayError> {
                 Claim::Tick { tick, pos } => (tick, pos),
                 Claim::Closed => return Ok(()),
             };
-            if shared.last_tick.is_some_and(|last| k >= last) {
+            if shared.last_tick.is_some_and(|last| k.get() >= last) {
                 return Ok(());
             }
             produce_one(shared, feed, k, pos)?;
             if let Some(tier) = &shared.tier {
-                tier.handoff.decided(k + 1);
+                tier.handoff.decided(k.next());
             }
         }
     })();
@@ -1212,14 +1212,14 @@ impl Drop for CloseOnFailure<'_> {
     }
 }
 
-fn produce_one(shared: &Shared, feed: &Feed, k: u64, pos: usize) -> Result<(), PlayError> {
+fn produce_one(shared: &Shared, feed: &Feed, k: Tick, pos: usize) -> Result<(), PlayError> {
     let pts = shared.pts(k);
     let upload = match feed {
         Feed::Synthetic(painter) => {
             let painter = Arc::clone(painter);
             shared
                 .queue
-                .push_with(k, pts, move |mut out, layout: &CopyLayout| {
+                .push_with(k.get(), pts, move |mut out, layout: &CopyLayout| {
                     painter.paint(pos as u64, &mut out, layout.staging_pitch as usize);
                 })?
         }
@@ -1249,7 +1249,7 @@ fn produce_frame(
     shared: &Shared,
     frames: &dyn Frames,
     cache: &Arc<FrameCache>,
-    k: u64,
+    k: Tick,
     pos: usize,
 ) -> Result<Option<Upload>, PlayError> {
     if frames.is_gap(pos) {
@@ -1295,13 +1295,17 @@ fn produce_frame(
     if place == Some(Place::Room) && upload_to_tier(shared, cache, k, pos, fill.clone())? {
         return Ok(None);
     }
-    Ok(Some(shared.queue.push_with(k, shared.pts(k), fill)?))
+    Ok(Some(shared.queue.push_with(
+        k.get(),
+        shared.pts(k),
+        fill,
+    )?))
 }
 
 /// Realtime: whether a frame that is `have` at tick `k` can no longer be
 /// on the GPU before its time on screen has passed (so it is not worth
 /// decoding, waiting for or uploading: skip to one that can).
-fn too_late(shared: &Shared, k: u64, have: Have) -> bool {
+fn too_late(shared: &Shared, k: Tick, have: Have) -> bool {
     let moment = Moment {
         now: shared.clock.now(),
         paused: shared.clock.paused(),
@@ -1314,8 +1318,8 @@ fn too_late(shared: &Shared, k: u64, have: Have) -> bool {
 
 /// Skips tick `k` (position `pos`): the cache's playhead moves on to the
 /// next position, and the render loop hears the tick was skipped.
-fn skip(shared: &Shared, cache: &FrameCache, k: u64, pos: usize) {
-    let next = shared.route.position(k + 1).unwrap_or(pos + 1);
+fn skip(shared: &Shared, cache: &FrameCache, k: Tick, pos: usize) {
+    let next = shared.route.position(k.next()).unwrap_or(pos + 1);
     cache.set_playhead(next);
     let mut skipped = shared.counters.skipped.lock();
     skipped.push_back(k);
@@ -1333,12 +1337,12 @@ fn skip(shared: &Shared, cache: &FrameCache, k: u64, pos: usize) {
 fn fetch(
     shared: &Shared,
     cache: &FrameCache,
-    k: u64,
+    k: Tick,
     pos: usize,
     hit: bool,
 ) -> Result<Option<Arc<Frame>>, PlayError> {
     let pts = shared.pts(k);
-    let next = shared.route.position(k + 1);
+    let next = shared.route.position(k.next());
     let period_over = || {
         !shared.clock.paused()
             && shared
@@ -1369,7 +1373,7 @@ fn fetch(
 fn upload_to_tier(
     shared: &Shared,
     cache: &Arc<FrameCache>,
-    k: u64,
+    k: Tick,
     pos: usize,
     fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>, &CopyLayout) + Send + 'static,
 ) -> Result<bool, PlayError> {
@@ -1393,7 +1397,7 @@ fn upload_to_tier(
 }
 
 /// Tells the render loop that the GPU tier shows tick `k`.
-fn leave_to_tier(shared: &Shared, k: u64) -> Result<(), PlayError> {
+fn leave_to_tier(shared: &Shared, k: Tick) -> Result<(), PlayError> {
     let Some(tier) = &shared.tier else {
         return Ok(());
     };
@@ -1431,7 +1435,7 @@ mod tests {
         // Tick 5 was never decided: the render loop's wait returns at once
         // because the hand-off is closed, not because a deadline passed.
         let deadline = Instant::now() + Duration::from_secs(10);
-        assert!(handoff.wait_decided(5, Some(deadline)));
+        assert!(handoff.wait_decided(Tick(5), Some(deadline)));
         assert!(Instant::now() < deadline);
     }
 }

@@ -50,7 +50,7 @@ pub(super) struct Windowed<'s> {
     /// The heads-up display's lines as drawn.
     pub(super) lines: Vec<String>,
     /// The picture last drawn into the window.
-    pub(super) drawn: Option<(u64, Picture)>,
+    pub(super) drawn: Option<(crate::transport::Tick, Picture)>,
     /// Something the overlay does not track changed (exposure, the
     /// heads-up display turned on or off): draw again.
     pub(super) dirty: bool,

@@ -11,7 +11,7 @@ use crate::options::{Mode, PlayOptions, Preroll};
 use crate::render::{Display, Renderer};
 use crate::samples::{Samples, Timings};
 use crate::summary::{PassStats, Progress, Saved, record_pass};
-use crate::transport::Command;
+use crate::transport::{Command, Tick};
 use stagehand_gpu::Gpu;
 use stagehand_gpu::upload::{UploadEngine, WaitReady};
 use std::ops::ControlFlow;
@@ -40,7 +40,7 @@ pub(super) struct Run<'a> {
     pub(super) passes: Vec<PassStats>,
     pub(super) gpu_cache: Option<GpuCache>,
     /// The tick of the frame on screen and where it comes from.
-    pub(super) screen: Option<(u64, Picture)>,
+    pub(super) screen: Option<(Tick, Picture)>,
     /// Ticks run that fell on a gap.
     pub(super) gaps: u64,
     /// Ticks left to the GPU tier past the last tick run.
@@ -55,7 +55,7 @@ pub(super) struct Run<'a> {
     pub(super) last_present: Option<Instant>,
     /// Offscreen: the picture last drawn into the target (`None` before
     /// the first draw).
-    pub(super) drawn_offscreen: Option<Option<(u64, Picture)>>,
+    pub(super) drawn_offscreen: Option<Option<(Tick, Picture)>>,
     /// The display transform now (exposure keys change it).
     pub(super) display: Option<Display>,
     /// Ticks run so far.
@@ -85,7 +85,7 @@ pub(super) struct Played {
     /// Ticks run.
     pub(super) ticks: u64,
     /// The tick after the last one run: pushes from it on were never due.
-    pub(super) next_tick: u64,
+    pub(super) next_tick: Tick,
     /// Pre-roll seconds.
     pub(super) preroll: f64,
     /// Frames the cache held when pre-roll ended.
@@ -215,9 +215,9 @@ impl Run<'_> {
                 &mut last_queue_frame,
                 options,
             )?;
-            tick += 1;
             self.sample(gpu, engine, &shared);
-            self.count_tick(&mut passes, tick - 1, pos, is_frame);
+            self.count_tick(&mut passes, tick, pos, is_frame);
+            tick = tick.next();
             warmup.sample(engine);
             if self.report_progress(engine, progress).is_break() {
                 break;
@@ -269,7 +269,7 @@ impl Run<'_> {
         renderer: &mut Renderer,
         output: &mut Output<'_>,
         options: &PlayOptions,
-    ) -> Result<(Warmup, u64), PlayError> {
+    ) -> Result<(Warmup, Tick), PlayError> {
         let preroll_started = Instant::now();
         let prerolled = self.preroll(options, output)?;
         let warmup = Warmup {
@@ -280,12 +280,12 @@ impl Run<'_> {
         };
         gpu.tracker().reset_peaks();
         if !options.start_paused {
-            return Ok((warmup, 0));
+            return Ok((warmup, Tick::ZERO));
         }
         // Show the first frame, then wait for the user.
         self.shared.clock.pause();
-        self.show_now(gpu, renderer, output, 0, options)?;
-        Ok((warmup, 1))
+        self.show_now(gpu, renderer, output, Tick::ZERO, options)?;
+        Ok((warmup, Tick::ZERO.next()))
     }
 
     /// Shows what is due at `tick` (position `pos`): from the GPU tier
@@ -298,9 +298,9 @@ impl Run<'_> {
         gpu: &Gpu,
         renderer: &mut Renderer,
         output: &mut Output<'_>,
-        tick: u64,
+        tick: Tick,
         pos: usize,
-        last_queue_frame: &mut Option<u64>,
+        last_queue_frame: &mut Option<Tick>,
         options: &PlayOptions,
     ) -> Result<bool, PlayError> {
         let shared = Arc::clone(&self.shared);
@@ -330,11 +330,11 @@ impl Run<'_> {
 
     /// Records how far the frame at `tick` is from the sound's clock, and
     /// lets the producer follow the sound.
-    fn follow_sound(&mut self, tick: u64, pos: usize) {
+    fn follow_sound(&mut self, tick: Tick, pos: usize) {
         let shared = &self.shared;
         let now = shared.clock.now().unwrap_or_default();
         let late = now.as_secs_f64() - shared.pts(tick).as_secs_f64();
-        self.drift.push((tick, late * 1e3));
+        self.drift.push((tick.get(), late * 1e3));
         self.drift_max = self.drift_max.max((late * 1e3).abs());
         if let Some(timeline) = &shared.timeline {
             // The sound's clock beside the frame's own time.
@@ -353,7 +353,7 @@ impl Run<'_> {
 
     /// Counts tick `tick` (position `pos`) into the pass, closing the pass
     /// at the range's last position.
-    fn count_tick(&mut self, passes: &mut Passes, tick: u64, pos: usize, is_frame: bool) {
+    fn count_tick(&mut self, passes: &mut Passes, tick: Tick, pos: usize, is_frame: bool) {
         passes.pass.frames += u64::from(is_frame);
         passes.pass.uploads += self.uploaded_through(tick);
         self.gaps += u64::from(!is_frame);
@@ -372,7 +372,7 @@ impl Run<'_> {
         gpu: &Gpu,
         renderer: &mut Renderer,
         output: &mut Output<'_>,
-        tick: &mut u64,
+        tick: &mut Tick,
         options: &PlayOptions,
     ) -> Result<Wake, PlayError> {
         let shared = Arc::clone(&self.shared);
@@ -425,7 +425,7 @@ impl Run<'_> {
         gpu: &Gpu,
         renderer: &mut Renderer,
         output: &mut Output<'_>,
-        tick: &mut u64,
+        tick: &mut Tick,
         command: Command,
         options: &PlayOptions,
     ) -> Result<Next, PlayError> {
@@ -493,7 +493,7 @@ impl Run<'_> {
         gpu: &Gpu,
         renderer: &mut Renderer,
         output: &mut Output<'_>,
-        tick: &mut u64,
+        tick: &mut Tick,
         (first, last): (usize, usize),
         options: &PlayOptions,
     ) -> Result<(), PlayError> {
@@ -516,7 +516,7 @@ impl Run<'_> {
         gpu: &Gpu,
         renderer: &mut Renderer,
         output: &mut Output<'_>,
-        tick: &mut u64,
+        tick: &mut Tick,
         options: &PlayOptions,
     ) -> Result<(), PlayError> {
         if self.shared.route.position(*tick).is_none() {
@@ -536,7 +536,7 @@ impl Run<'_> {
         gpu: &Gpu,
         renderer: &mut Renderer,
         output: &mut Output<'_>,
-        tick: &mut u64,
+        tick: &mut Tick,
         n: i64,
         options: &PlayOptions,
     ) -> Result<(), PlayError> {
@@ -546,7 +546,7 @@ impl Run<'_> {
         let Some(on_screen) = self.screen_position() else {
             if n > 0 && shared.route.position(*tick).is_some() {
                 self.show_now(gpu, renderer, output, *tick, options)?;
-                *tick += 1;
+                *tick = tick.next();
             }
             return Ok(());
         };
@@ -570,7 +570,7 @@ impl Run<'_> {
             // producer did not skip it as late).
             Some(p) if p == wanted && !skipped => {
                 self.show_now(gpu, renderer, output, *tick, options)?;
-                *tick += 1;
+                *tick = tick.next();
                 Ok(())
             }
             _ => self.seek(gpu, renderer, output, tick, wanted, options),
@@ -656,20 +656,20 @@ impl Run<'_> {
         gpu: &Gpu,
         renderer: &mut Renderer,
         output: &mut Output<'_>,
-        tick: &mut u64,
+        tick: &mut Tick,
         pos: usize,
         options: &PlayOptions,
     ) -> Result<(), PlayError> {
         let shared = Arc::clone(&self.shared);
         let start = shared.route.seek(*tick, pos);
-        shared.queue.discard_before(start);
+        shared.queue.discard_before(start.get());
         if let Some(tier) = &shared.tier {
             tier.handoff.discard_before(start);
         }
         if let Feed::Frames { cache, .. } = self.feed {
             cache.set_playhead(pos);
         }
-        *tick = start + 1;
+        *tick = start.next();
         self.show_now(gpu, renderer, output, start, options)
     }
 
@@ -681,7 +681,7 @@ impl Run<'_> {
         gpu: &Gpu,
         renderer: &mut Renderer,
         output: &mut Output<'_>,
-        tick: u64,
+        tick: Tick,
         options: &PlayOptions,
     ) -> Result<(), PlayError> {
         let shared = Arc::clone(&self.shared);
@@ -721,7 +721,7 @@ impl Run<'_> {
     /// nothing will come through the queue.
     fn await_decision(
         &mut self,
-        tick: u64,
+        tick: Tick,
         output: &mut Output<'_>,
         deadline: Instant,
     ) -> Result<(), PlayError> {
@@ -747,12 +747,15 @@ impl Run<'_> {
     /// waiting: what there is shows, and the key runs next.
     fn await_queued(
         &mut self,
-        tick: u64,
+        tick: Tick,
         output: &mut Output<'_>,
         deadline: Instant,
     ) -> Result<(), PlayError> {
         let shared = Arc::clone(&self.shared);
-        while shared.queue.wait_ready(tick, Duration::from_millis(20)) == WaitReady::TimedOut
+        while shared
+            .queue
+            .wait_ready(tick.get(), Duration::from_millis(20))
+            == WaitReady::TimedOut
             && Instant::now() < deadline
         {
             self.check_failed()?;
@@ -802,7 +805,7 @@ impl Run<'_> {
             // Frames whose time has come but which landed late (the end of
             // a range, a pause just after a slow frame) go up now.
             let t = self.shared.clock.now().unwrap_or_default();
-            let tick = self.screen.map_or(0, |(tick, _)| tick);
+            let tick = self.screen.map_or(Tick::ZERO, |(tick, _)| tick);
             self.pick(gpu, renderer, tick, t, false)?;
             self.present(gpu, renderer, output, false)?;
         }
@@ -818,7 +821,12 @@ impl Run<'_> {
     /// tier). In every-frame mode it first waits for the producer's word.
     /// `wait`: how long a frame still being uploaded into the tier is
     /// waited for.
-    pub(super) fn tier_tick(&mut self, tick: u64, output: &mut Output<'_>, wait: TierWait) -> bool {
+    pub(super) fn tier_tick(
+        &mut self,
+        tick: Tick,
+        output: &mut Output<'_>,
+        wait: TierWait,
+    ) -> bool {
         let producer_gone = self.producer_done();
         let (Some(tier), Some(cache)) = (&self.shared.tier, &mut self.gpu_cache) else {
             return false;
@@ -859,7 +867,7 @@ impl Run<'_> {
 
     /// The position in the sequence of tick `tick` (0 for a tick the
     /// route no longer knows: it was pushed for a place a seek left).
-    pub(super) fn position(&self, tick: u64) -> usize {
+    pub(super) fn position(&self, tick: Tick) -> usize {
         self.shared.route.position(tick).unwrap_or(0)
     }
 
@@ -870,7 +878,7 @@ impl Run<'_> {
         &mut self,
         gpu: &Gpu,
         renderer: &Renderer,
-        tick: u64,
+        tick: Tick,
         t: Duration,
         from_tier: bool,
     ) -> Result<(), PlayError> {
@@ -888,8 +896,9 @@ impl Run<'_> {
         let Some(p) = self.shared.queue.present(t) else {
             return Ok(());
         };
-        if self.screen.is_none_or(|(f, _)| p.frame > f) {
-            self.screen = Some((p.frame, Picture::Slot(p.slot)));
+        let frame = Tick(p.frame);
+        if self.screen.is_none_or(|(f, _)| frame > f) {
+            self.screen = Some((frame, Picture::Slot(p.slot)));
         }
         Ok(())
     }
@@ -907,9 +916,9 @@ impl Run<'_> {
 
     /// Uploads for ticks up to `tick`, which the render loop has now
     /// passed, taken off the producer's record.
-    fn uploaded_through(&self, tick: u64) -> u64 {
+    fn uploaded_through(&self, tick: Tick) -> u64 {
         let mut uploaded = self.shared.counters.uploaded.lock();
-        let later = uploaded.split_off(&(tick + 1));
+        let later = uploaded.split_off(&tick.next());
         let passed = std::mem::replace(&mut *uploaded, later);
         passed.len() as u64
     }
@@ -987,7 +996,7 @@ impl Run<'_> {
         output: &mut Output<'_>,
     ) -> Result<(), PlayError> {
         let first: Vec<usize> = (0..options.depth.min(self.shared.total as usize) as u64)
-            .filter_map(|tick| self.shared.route.position(tick))
+            .filter_map(|tick| self.shared.route.position(Tick(tick)))
             .filter(|&pos| self.is_frame(pos))
             .collect();
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -1029,13 +1038,17 @@ impl Run<'_> {
     /// Every-frame mode: waits until frame `tick` has landed (or failed),
     /// with the clock standing still meanwhile (a window's events are
     /// still handled: its commands run at the next tick).
-    pub(super) fn wait_for(&mut self, tick: u64, output: &mut Output<'_>) -> Result<(), PlayError> {
+    pub(super) fn wait_for(
+        &mut self,
+        tick: Tick,
+        output: &mut Output<'_>,
+    ) -> Result<(), PlayError> {
         let started = Instant::now();
         let slice = match output {
             Output::Offscreen => Duration::from_millis(100),
             Output::Window(_) => Duration::from_millis(20),
         };
-        while self.shared.queue.wait_ready(tick, slice) == WaitReady::TimedOut {
+        while self.shared.queue.wait_ready(tick.get(), slice) == WaitReady::TimedOut {
             // Wakes now and then to stop at once if the producer failed,
             // and to let the user stop, pause or seek rather than wait.
             self.check_failed()?;
@@ -1056,7 +1069,7 @@ impl Run<'_> {
         gpu: &Gpu,
         renderer: &mut Renderer,
         output: &mut Output<'_>,
-        tick: u64,
+        tick: Tick,
         t: Duration,
         from_tier: bool,
         options: &PlayOptions,
@@ -1139,7 +1152,7 @@ impl Run<'_> {
 /// every-frame mode until it lands; in realtime, a frame still on its way
 /// into the tier may land late, within its period, as a frame-queue frame
 /// may.
-fn tier_wait(shared: &Shared, tick: u64) -> TierWait {
+fn tier_wait(shared: &Shared, tick: Tick) -> TierWait {
     match shared.mode {
         Mode::EveryFrame => TierWait::Landed,
         Mode::Realtime => {

@@ -191,7 +191,7 @@ impl Run<'_> {
         };
         self.saved.push(Saved {
             tick: index,
-            frame: self.screen.map(|(f, _)| f),
+            frame: self.screen.map(|(f, _)| f.get()),
             position: self.screen_position(),
             size: (w, h),
             rgba,
@@ -205,7 +205,10 @@ impl Run<'_> {
     fn frame<'a>(&'a self, renderer: &'a Renderer) -> Option<Frame<'a>> {
         let (tick, _) = self.screen?;
         let (bind, _) = self.picture(renderer)?;
-        Some(Frame { bind, id: tick })
+        Some(Frame {
+            bind,
+            id: tick.get(),
+        })
     }
 
     /// Brings the overlay up to date: the timeline's cells (now and then),
@@ -355,7 +358,7 @@ fn in_and_out((first, end): (usize, usize), len: usize) -> String {
 /// Whether the window needs drawing now: see [`draw_due`].
 fn needs_draw(
     w: &Windowed<'_>,
-    screen: Option<(u64, crate::player::Picture)>,
+    screen: Option<(crate::transport::Tick, crate::player::Picture)>,
     paused: bool,
     now: Instant,
 ) -> bool {
