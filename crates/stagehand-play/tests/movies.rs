@@ -453,6 +453,34 @@ fn a_pixel_format_the_player_does_not_take_is_refused_before_playback() {
 }
 
 #[test]
+fn a_movie_wider_than_the_device_takes_is_refused_by_its_declared_size_before_decoding() {
+    // The stream's own header says how large its pictures are: a movie
+    // the device cannot hold in a texture is refused from that, before
+    // its packets are indexed or its first frame decoded (a hostile
+    // header can claim a picture of gigabytes).
+    if !has_ffmpeg("too wide") {
+        return;
+    }
+    let (gpu, _) = support::gpu_and_engine(stagehand_play::wanted_features());
+    let max = gpu.device().limits().max_texture_dimension_2d;
+    drop(gpu);
+    let dir = temp_dir("too-wide");
+    let path = dir.join("wide.mkv");
+    let width = max + 16;
+    ffmpeg(
+        &format!("-f lavfi -i color=gray:size={width}x16:rate=24 -frames:v 2 -c:v ffv1"),
+        &path,
+    );
+    let err = run(&options(&path, (64, 64), vec![])).unwrap_err();
+    assert!(matches!(err, PlayError::Unsupported { .. }), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!("{width}x16")) && message.contains(&max.to_string()),
+        "names the declared size and the device's limit: {message}"
+    );
+}
+
+#[test]
 fn a_truncated_movie_plays_up_to_the_damage_and_says_where() {
     if !has_ffmpeg("truncated") {
         return;

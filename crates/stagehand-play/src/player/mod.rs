@@ -885,7 +885,10 @@ fn open_feed(gpu: &Gpu, options: &PlayOptions, windowed: bool) -> Result<Opened,
         .contains(wgpu::Features::TEXTURE_FORMAT_16BIT_NORM);
     match &options.source {
         None => open_synthetic(options, has_16bit_norm, windowed),
-        Some(spec) if source::is_movie(spec) => open_movie(spec, options, has_16bit_norm, windowed),
+        Some(spec) if source::is_movie(spec) => {
+            let max_side = gpu.device().limits().max_texture_dimension_2d;
+            open_movie(spec, options, has_16bit_norm, max_side, windowed)
+        }
         Some(spec) => open_sequence(spec, options, has_16bit_norm, windowed),
     }
 }
@@ -897,6 +900,7 @@ fn open_movie(
     spec: &Path,
     options: &PlayOptions,
     has_16bit_norm: bool,
+    max_side: u32,
     windowed: bool,
 ) -> Result<Opened, PlayError> {
     if options.range.is_some() {
@@ -907,7 +911,7 @@ fn open_movie(
                     .into(),
         });
     }
-    let movie = source::movie::Movie::open(spec)?;
+    let movie = source::movie::Movie::open_within(spec, max_side)?;
     let info = movie.info();
     let plan = format::choose(info, options.format, has_16bit_norm)?;
     let len = movie.len();
@@ -946,7 +950,7 @@ fn damage_warning(spec: &Path, movie: &source::movie::Movie) -> Option<String> {
 
 /// Without the `video` feature, a movie is refused, saying why.
 #[cfg(not(feature = "video"))]
-fn open_movie(spec: &Path, _: &PlayOptions, _: bool, _: bool) -> Result<Opened, PlayError> {
+fn open_movie(spec: &Path, _: &PlayOptions, _: bool, _: u32, _: bool) -> Result<Opened, PlayError> {
     Err(PlayError::Unsupported {
         path: spec.to_owned(),
         reason: "movies need stagehand built with the `video` feature (FFmpeg); this build has no movie support".into(),

@@ -126,6 +126,14 @@ impl Movie {
     /// does not decode), [`PlayError::Unsupported`] (no video stream, no
     /// decoder for its codec, a pixel format the player does not take).
     pub fn open(path: &Path) -> Result<Self, PlayError> {
+        Self::open_within(path, super::MAX_SIDE)
+    }
+
+    /// Opens `path` as [`open`](Self::open) does, refusing as
+    /// [`PlayError::Unsupported`] a stream whose header declares pictures
+    /// more than `max_side` pixels a side (a device's largest texture),
+    /// before its packets are read or anything is decoded.
+    pub fn open_within(path: &Path, max_side: u32) -> Result<Self, PlayError> {
         init();
         if let Err(e) = std::fs::File::open(path) {
             return Err(PlayError::Io {
@@ -133,7 +141,7 @@ impl Movie {
                 reason: e.to_string(),
             });
         }
-        let (index, found) = read_index(path)?;
+        let (index, found) = read_index(path, max_side)?;
         let codec_name = format!("{:?}", found.codec).to_ascii_lowercase();
         let mut decoder = Decoder::open(path, found.stream, None, index.intra_only)
             .map_err(|reason| unsupported(path, format!("codec {codec_name}: {reason}")))?;
@@ -255,6 +263,9 @@ struct Found {
     stream: usize,
     codec: ffmpeg::codec::Id,
     rate: f64,
+    /// The pictures' width and height as the stream's header declares
+    /// them (0 where it does not say).
+    size: (u32, u32),
 }
 
 /// `path` could not be decoded.
@@ -303,6 +314,7 @@ fn video_stream(
         stream: stream.index(),
         codec: stream.parameters().id(),
         rate: rate_of(&stream).unwrap_or(24.0),
+        size: declared_size(&stream.parameters()),
     };
     let time_base = f64::from(stream.time_base());
     if !(time_base.is_finite() && time_base > 0.0) {
@@ -314,12 +326,43 @@ fn video_stream(
     Ok((found, time_base))
 }
 
+/// The pictures' width and height as `params` declare them (0 for a side
+/// not declared, or declared negative). ffmpeg-next reads them only by
+/// opening a decoder; these are two integer reads of the parameters.
+#[allow(unsafe_code)] // two integer reads of FFmpeg's codec parameters
+fn declared_size(params: &ffmpeg::codec::Parameters) -> (u32, u32) {
+    // SAFETY: `params` wraps the stream's live codec parameters, whose
+    // width and height are plain integers.
+    let (width, height) = unsafe {
+        let p = params.as_ptr();
+        ((*p).width, (*p).height)
+    };
+    let side = |v: i32| u32::try_from(v).unwrap_or(0);
+    (side(width), side(height))
+}
+
+/// Refuses pictures declared more than `max_side` pixels a side.
+fn check_declared_size(path: &Path, found: &Found, max_side: u32) -> Result<(), PlayError> {
+    let (width, height) = found.size;
+    if width > max_side || height > max_side {
+        return Err(unsupported(
+            path,
+            format!(
+                "its video stream declares {width}x{height} pixels, over the largest texture side, {max_side}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Reads the packets of `path`'s video stream into an index (stopped
-/// before it holds more frames than a movie may have), and checks it.
-fn read_index(path: &Path) -> Result<(Index, Found), PlayError> {
+/// before it holds more frames than a movie may have), and checks it;
+/// pictures declared more than `max_side` a side are refused first.
+fn read_index(path: &Path, max_side: u32) -> Result<(Index, Found), PlayError> {
     let mut input = ffmpeg::format::input(path)
         .map_err(|e| decode_error(path, format!("not a movie FFmpeg reads ({e})")))?;
     let (found, time_base) = video_stream(path, &input)?;
+    check_declared_size(path, &found, max_side)?;
     let declared = input.duration();
     let Some(mut index) = Index::read(&mut input, found.stream, time_base, found.rate, MAX_FRAMES)
     else {
