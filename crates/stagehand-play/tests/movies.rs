@@ -507,6 +507,42 @@ fn a_truncated_movie_plays_up_to_the_damage_and_says_where() {
 }
 
 #[test]
+fn a_transport_stream_cut_together_from_two_pieces_plays_both() {
+    // Two pieces of MPEG-TS one after the other (a capture cut together,
+    // a broadcast's seam): the demuxer flags the packet at the seam as
+    // damaged, and the stream goes on past it. Only a damaged packet at
+    // the very end is where a file was cut short.
+    if !has_ffmpeg("ts seam") {
+        return;
+    }
+    let dir = temp_dir("ts-seam");
+    // Each piece with its sound, at a rate of its own.
+    let piece = |name: &str, hz: u32, offset: u32| {
+        let path = dir.join(name);
+        ffmpeg(
+            &format!(
+                "-f lavfi -i testsrc2=size=320x240:rate=24 -f lavfi -i sine=sample_rate={hz} -t 2 -c:v libx264 -c:a mp2 -output_ts_offset {offset} -f mpegts"
+            ),
+            &path,
+        );
+        std::fs::read(path).unwrap()
+    };
+    let mut joined = piece("a.ts", 44_100, 0);
+    joined.extend(piece("b.ts", 48_000, 2));
+    let path = dir.join("joined.ts");
+    std::fs::write(&path, joined).unwrap();
+    let summary = run(&options(&path, (128, 96), vec![])).unwrap();
+    assert!(
+        summary.frames_in_range >= 2 * FRAMES - 2,
+        "both pieces' {} frames play: {} did, warnings {:?}",
+        2 * FRAMES,
+        summary.frames_in_range,
+        summary.warnings
+    );
+    assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+}
+
+#[test]
 fn format_and_range_options_meant_for_sequences_are_refused_for_movies() {
     if !has_ffmpeg("options") {
         return;

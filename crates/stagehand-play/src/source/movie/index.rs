@@ -103,51 +103,69 @@ impl Index {
 
 /// The frames of the packets of `stream` in `input`, in the order read, and
 /// the damage that stopped reading early, if any; `None` past `most`
-/// frames.
+/// frames. A damaged packet with more after it (the seam of a stream cut
+/// together, a transmission error) is read on past: its frame stays, for
+/// the decoder to make what it can of. Only one the stream ends on is
+/// where the file was cut short.
 fn read_frames(
     input: &mut ffmpeg::format::context::Input,
     stream: usize,
     most: usize,
 ) -> Option<(Vec<IndexedFrame>, Option<String>)> {
     let mut frames = Vec::new();
+    // The damaged packet last read, while no whole one has come after it.
+    let mut cut: Option<(ffmpeg::Packet, String)> = None;
     loop {
-        let packet = match next_whole_packet(input, stream, frames.len()) {
-            Ok(Some(packet)) => packet,
-            Ok(None) => return Some((frames, None)),
+        let (packet, damage) = match next_packet(input, stream, frames.len()) {
+            Ok(Some(read)) => read,
+            Ok(None) => return Some((frames, cut.map(|(_, damage)| damage))),
             Err(damage) => return Some((frames, Some(damage))),
         };
-        let Some(pts) = packet.pts().or(packet.dts()) else {
-            continue;
-        };
-        if frames.len() == most {
-            return None;
+        // Another packet after a damaged one: that one was no cut.
+        if let Some((damaged, _)) = cut.take() {
+            push_frame(&mut frames, &damaged, most)?;
         }
-        frames.push(IndexedFrame {
-            pts,
-            key: packet.is_key(),
-        });
+        match damage {
+            Some(damage) => cut = Some((packet, damage)),
+            None => push_frame(&mut frames, &packet, most)?,
+        }
     }
 }
 
+/// Adds `packet`'s frame to `frames` (a packet without a time adds none);
+/// `None` when that would make more than `most`.
+fn push_frame(frames: &mut Vec<IndexedFrame>, packet: &ffmpeg::Packet, most: usize) -> Option<()> {
+    let Some(pts) = packet.pts().or(packet.dts()) else {
+        return Some(());
+    };
+    if frames.len() == most {
+        return None;
+    }
+    frames.push(IndexedFrame {
+        pts,
+        key: packet.is_key(),
+    });
+    Some(())
+}
+
 /// The next packet of `stream` (that of frame `read`, with `read` frames
-/// read before it): `Ok(None)` at the end; `Err` saying the damage where
-/// reading stops early, at a read error or a damaged packet.
-fn next_whole_packet(
+/// read before it), with what to say of it if the demuxer flagged it as
+/// damaged and the stream ends there; `Ok(None)` at the end; `Err` saying
+/// the damage where a read error ends the stream early.
+fn next_packet(
     input: &mut ffmpeg::format::context::Input,
     stream: usize,
     read: usize,
-) -> Result<Option<ffmpeg::Packet>, String> {
+) -> Result<Option<(ffmpeg::Packet, Option<String>)>, String> {
     let packet = match super::demux::next_packet(input, stream) {
         Ok(packet) => packet,
         Err(ffmpeg::Error::Eof) => return Ok(None),
         Err(e) => return Err(format!("reading stopped after {read} frames: {e}")),
     };
-    if packet.is_corrupt() {
-        return Err(format!(
-            "the packet of frame {read} is damaged (the file ends or is cut there)"
-        ));
-    }
-    Ok(Some(packet))
+    let damage = packet
+        .is_corrupt()
+        .then(|| format!("the packet of frame {read} is damaged (the file ends or is cut there)"));
+    Ok(Some((packet, damage)))
 }
 
 /// One position per tick of `rate` from the first frame's time to the
