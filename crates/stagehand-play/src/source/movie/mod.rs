@@ -11,8 +11,9 @@
 //! render pass ([`crate::yuv`]).
 //!
 //! Positions are ticks of the movie's own rate: a movie with a variable
-//! rate shows, at each tick, the frame whose time it is. A damaged or
-//! cut-short file plays up to the damage; [`Movie::damage`] says where.
+//! rate shows, at each tick, the frame whose time it is. A file cut short
+//! (or whose reading fails) plays up to the damage, and [`Movie::damage`]
+//! says where; a damaged packet with more after it is played past.
 
 mod decoder;
 pub(crate) mod demux;
@@ -178,8 +179,8 @@ impl Movie {
         self.index.frames.len()
     }
 
-    /// Where the file is damaged or cut short, if it is: playback stops
-    /// at the last frame before it.
+    /// Where the file is cut short (or its reading failed), if it is:
+    /// playback stops at the last frame before it.
     pub fn damage(&self) -> Option<&str> {
         self.index.damage.as_deref()
     }
