@@ -128,7 +128,7 @@ fn plan(path: &Path, headers: &[Header]) -> Result<Plan, PlayError> {
             continue;
         };
         let plan = plan_layer(layer, header, &chosen).map_err(unsupported)?;
-        super::check_side(path, &plan.info)?;
+        super::check_side(path, (plan.info.width, plan.info.height), super::MAX_SIDE)?;
         return Ok(plan);
     }
     Err(unsupported(unreadable_reason(flat, &names)))

@@ -79,7 +79,7 @@ fn frame_info(path: &Path, decoder: &impl ImageDecoder) -> Result<FrameInfo, Pla
         sample,
         yuv: None,
     };
-    super::check_side(path, &info)?;
+    super::check_side(path, (info.width, info.height), super::MAX_SIDE)?;
     Ok(info)
 }
 

@@ -153,15 +153,15 @@ pub fn probe(path: &Path) -> Result<FrameInfo, PlayError> {
 /// take (the device's own limit is checked when its texture is made).
 pub const MAX_SIDE: u32 = 65_536;
 
-/// Refuses a frame of more than [`MAX_SIDE`] a side (a damaged or
-/// hostile header), so that its sizes never overflow.
-fn check_side(path: &Path, info: &FrameInfo) -> Result<(), PlayError> {
-    if info.width > MAX_SIDE || info.height > MAX_SIDE {
+/// Refuses a frame whose header says it is more than `max_side` pixels
+/// a side ([`MAX_SIDE`] for files, so that their sizes never overflow; a
+/// device's largest texture for a movie's stream).
+fn check_side(path: &Path, (width, height): (u32, u32), max_side: u32) -> Result<(), PlayError> {
+    if width > max_side || height > max_side {
         return Err(PlayError::Unsupported {
             path: path.to_owned(),
             reason: format!(
-                "its header says {}x{} pixels; the player takes at most {MAX_SIDE} a side",
-                info.width, info.height
+                "its header says {width}x{height} pixels; the player takes at most {max_side} a side"
             ),
         });
     }

@@ -342,20 +342,6 @@ fn declared_size(params: &ffmpeg::codec::Parameters) -> (u32, u32) {
     (side(width), side(height))
 }
 
-/// Refuses pictures declared more than `max_side` pixels a side.
-fn check_declared_size(path: &Path, found: &Found, max_side: u32) -> Result<(), PlayError> {
-    let (width, height) = found.size;
-    if width > max_side || height > max_side {
-        return Err(unsupported(
-            path,
-            format!(
-                "its video stream declares {width}x{height} pixels, over the largest texture side, {max_side}"
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// Reads the packets of `path`'s video stream into an index (stopped
 /// before it holds more frames than a movie may have), and checks it;
 /// pictures declared more than `max_side` a side are refused first.
@@ -363,7 +349,7 @@ fn read_index(path: &Path, max_side: u32) -> Result<(Index, Found), PlayError> {
     let mut input = ffmpeg::format::input(path)
         .map_err(|e| decode_error(path, format!("not a movie FFmpeg reads ({e})")))?;
     let (found, time_base) = video_stream(path, &input)?;
-    check_declared_size(path, &found, max_side)?;
+    super::check_side(path, found.size, max_side)?;
     let declared = input.duration();
     let Some(mut index) = Index::read(&mut input, found.stream, time_base, found.rate, MAX_FRAMES)
     else {
