@@ -577,3 +577,84 @@ fn format_and_range_options_meant_for_sequences_are_refused_for_movies() {
     let err = run(&o).unwrap_err();
     assert!(err.to_string().contains("frames 0 to 47"), "{err}");
 }
+
+/// FFmpeg's own decode of frame `n`: its planes one after another, as
+/// raw `yuv420p`.
+fn raw_planes(path: &Path, n: u64) -> Vec<u8> {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(path)
+        .args(["-vf", &format!("select=eq(n\\,{n})"), "-frames:v", "1"])
+        .args(["-pix_fmt", "yuv420p", "-f", "rawvideo", "-"])
+        .output()
+        .expect("ffmpeg runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn a_movie_frame_goes_into_staging_from_the_decoders_own_planes_with_no_copy_between() {
+    // A movie frame was copied from the decoder's planes into a packed
+    // buffer, then again from that buffer into staging. Now the decoder's
+    // planes are held as they are and each row goes straight into place.
+    // An odd size makes every plane's line size wider than its rows.
+    use stagehand_play::cache::buffers::FrameBuffers;
+    use stagehand_play::convert::format::fill_staging;
+    use stagehand_play::source::{Frames, Pixels};
+    if !has_ffmpeg("planes held") {
+        return;
+    }
+    let dir = temp_dir("planes-held");
+    let path = movie(&dir, "odd.mkv", "321x241", "yuv420p", 4, "-c:v ffv1");
+    let movie = stagehand_play::source::movie::Movie::open(&path).unwrap();
+    let buffers = FrameBuffers::new();
+    let frame = movie.decode(5, &buffers).unwrap();
+    let Pixels::Planes(planes) = &frame.data else {
+        panic!("the frame was packed into a buffer: {:?}", frame.data);
+    };
+    let taken = buffers.stats();
+    assert_eq!((taken.hits, taken.misses), (0, 0), "no frame buffer taken");
+
+    let info = frame.info;
+    let (row, height) = (info.row_bytes(), info.texture_size().1 as usize);
+    let pitch = row.next_multiple_of(256);
+    let mut staging = vec![0xEEu8; pitch * height];
+    fill_staging(
+        &frame,
+        wgpu::TextureFormat::R8Unorm,
+        &mut (&mut staging[..]).into(),
+        pitch,
+    )
+    .unwrap();
+    assert!(!planes.is_packed(), "staging was filled from a packed copy");
+
+    // Every plane lands where the packing puts it, sample for sample what
+    // FFmpeg decodes.
+    let packing = info.yuv.unwrap().packing(info.width, info.height);
+    let raw = raw_planes(&path, 5);
+    let mut at = 0;
+    for rect in packing.planes {
+        let (x, w) = (rect.x as usize, rect.width as usize);
+        for y in 0..rect.height as usize {
+            let start = (rect.y as usize + y) * pitch + x;
+            assert_eq!(
+                &staging[start..start + w],
+                &raw[at..at + w],
+                "{rect:?}, row {y}"
+            );
+            at += w;
+        }
+    }
+    assert_eq!(at, raw.len(), "every sample compared");
+    // Read on the CPU, it is the same packed frame.
+    for y in 0..height {
+        assert_eq!(
+            &frame.data[y * row..(y + 1) * row],
+            &staging[y * pitch..y * pitch + row]
+        );
+    }
+}

@@ -767,7 +767,7 @@ mod tests {
                 sample: SampleType::U8,
                 yuv: None,
             },
-            data: Bytes::from(vec![tag; 4]),
+            data: Bytes::from(vec![tag; 4]).into(),
         }
     }
 
@@ -938,7 +938,7 @@ mod tests {
             let mut buffer = buffers.take(4).unwrap();
             buffer.as_mut_slice().fill(p as u8);
             let frame = Frame {
-                data: buffer.freeze(),
+                data: buffer.freeze().into(),
                 ..frame(0)
             };
             assert!(c.insert_frame(p, frame), "{p} is the playhead's");

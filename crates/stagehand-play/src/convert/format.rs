@@ -220,16 +220,10 @@ pub fn fill_staging(
             texture,
         });
     }
-    let (_, height) = info.texture_size();
-    let row = info.row_bytes();
-    for (y, src) in frame
-        .data
-        .chunks_exact(row)
-        .take(height as usize)
-        .enumerate()
-    {
-        out.slice(y * pitch..y * pitch + row).copy_from_slice(src);
-    }
+    frame.for_each_row(&mut |at, src| {
+        let start = at.y * pitch + at.x;
+        out.slice(start..start + src.len()).copy_from_slice(src);
+    });
     Ok(())
 }
 
@@ -262,7 +256,7 @@ mod tests {
         use bytes::Bytes;
         let rgba = Frame {
             info: info(4, SampleType::U8),
-            data: Bytes::from_static(&[1, 2, 3, 4, 5, 6, 7, 8]),
+            data: Bytes::from_static(&[1, 2, 3, 4, 5, 6, 7, 8]).into(),
         };
         let texture = wgpu::TextureFormat::Rgba8Unorm;
         let mut staging = vec![0xEEu8; 12];
@@ -272,7 +266,7 @@ mod tests {
         // worker does not convert it, and leaves staging as it was.
         let rgb = Frame {
             info: info(3, SampleType::U8),
-            data: Bytes::from_static(&[1, 2, 3, 4, 5, 6]),
+            data: Bytes::from_static(&[1, 2, 3, 4, 5, 6]).into(),
         };
         let mut staging = vec![0xEEu8; 8];
         let refused = fill_staging(&rgb, texture, &mut (&mut staging[..]).into(), 8);

@@ -56,7 +56,7 @@ pub fn to_texture(
     }
     Ok(Frame {
         info: texel_info(&info, texture),
-        data: out.freeze(),
+        data: out.freeze().into(),
     })
 }
 
@@ -438,7 +438,7 @@ mod tests {
                 sample,
                 yuv: None,
             },
-            data: Bytes::from(data),
+            data: Bytes::from(data).into(),
         }
     }
 

@@ -72,7 +72,7 @@ pub fn decode(path: &Path, buffers: &std::sync::Arc<FrameBuffers>) -> Result<Fra
         .map_err(|e| exr_error(path, e))?;
     Ok(Frame {
         info: plan.info,
-        data: data.freeze(),
+        data: data.freeze().into(),
     })
 }
 

@@ -39,7 +39,7 @@ pub fn decode(path: &Path, buffers: &std::sync::Arc<FrameBuffers>) -> Result<Fra
         .map_err(|e| image_error(path, e))?;
     Ok(Frame {
         info,
-        data: data.freeze(),
+        data: data.freeze().into(),
     })
 }
 

@@ -21,17 +21,18 @@ mod image;
 pub mod movie;
 mod natural;
 pub mod pattern;
+pub mod pixels;
 pub mod sequence;
 
 pub use frames::{Frames, SequenceFrames, check_size};
 pub use gaps::Gaps;
 pub use natural::natural_cmp;
+pub use pixels::{Pixels, RowAt};
 pub use sequence::{Sequence, SequenceEntry};
 
 use crate::PlayError;
 use crate::cache::buffers::FrameBuffers;
 use crate::yuv::Yuv;
-use bytes::Bytes;
 use std::path::Path;
 
 /// How one sample (one channel of one pixel) is stored.
@@ -106,13 +107,23 @@ impl FrameInfo {
 }
 
 /// One decoded frame: tightly packed rows from the top, channels
-/// interleaved, samples in native byte order.
+/// interleaved, samples in native byte order (a movie's planes as its
+/// decoder gave them, read as packed: [`Pixels`]).
 #[derive(Clone, Debug)]
 pub struct Frame {
     /// Its size, channels and sample type.
     pub info: FrameInfo,
     /// `info.bytes()` bytes of pixels.
-    pub data: Bytes,
+    pub data: Pixels,
+}
+
+impl Frame {
+    /// Calls `row` with each of the frame's rows and where it goes in the
+    /// packed frame, copying nothing (see [`Pixels::for_each_row`]).
+    pub fn for_each_row(&self, row: &mut dyn FnMut(RowAt, &[u8])) {
+        let height = self.info.texture_size().1 as usize;
+        self.data.for_each_row(self.info.row_bytes(), height, row);
+    }
 }
 
 /// Decodes one image file, choosing the decoder by its extension (`exr`

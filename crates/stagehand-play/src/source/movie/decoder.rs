@@ -4,10 +4,8 @@
 
 use super::index::Index;
 use super::planes;
-use crate::cache::buffers::FrameBuffers;
 use crate::source::{Frame, FrameInfo};
 use ffmpeg_next as ffmpeg;
-use std::sync::Arc;
 
 /// Frames ahead of the decoder that it decodes its way to even when a
 /// keyframe lies between (a seek restarts the decoder's frame threads,
@@ -31,9 +29,9 @@ pub(super) struct Decoder {
     /// The index of the last frame decoded since the last seek; that
     /// frame, as the decoder gave it, is in `scratch`.
     at: Option<usize>,
-    /// The last frame packed, by index: asked for again, it is not
-    /// packed again.
-    packed: Option<(usize, Frame)>,
+    /// The last frame given, by index: asked for again, it is given
+    /// again as it is.
+    given: Option<(usize, Frame)>,
     /// End of stream sent to the decoder.
     drained: bool,
     /// Nothing decoded or sought yet: the decoder stands before frame 0.
@@ -52,8 +50,6 @@ pub(super) struct Decoder {
     /// Where the decoder puts a frame (it empties it first, even when it
     /// has none to give).
     incoming: ffmpeg::frame::Video,
-    /// Where packed frames are written.
-    buffers: Arc<FrameBuffers>,
 }
 
 /// A codec context for `parameters` with threads across every core: one
@@ -147,7 +143,7 @@ impl Decoder {
             stream,
             info,
             at: None,
-            packed: None,
+            given: None,
             drained: false,
             at_start: true,
             since_seek: 0,
@@ -156,7 +152,6 @@ impl Decoder {
             intra_only,
             scratch: ffmpeg::frame::Video::empty(),
             incoming: ffmpeg::frame::Video::empty(),
-            buffers: FrameBuffers::new(),
         })
     }
 
@@ -168,21 +163,14 @@ impl Decoder {
         self.info.ok_or_else(|| "no frame".into())
     }
 
-    /// Packs frames into buffers from `buffers` from now on.
-    pub fn use_buffers(&mut self, buffers: &Arc<FrameBuffers>) {
-        if !Arc::ptr_eq(&self.buffers, buffers) {
-            self.buffers = Arc::clone(buffers);
-        }
-    }
-
     /// Frame `want` (an index into `index.frames`).
     ///
     /// Frames on the way to it are decoded (later frames refer to them)
-    /// but not packed, and those no other frame refers to are left out:
+    /// but not given, and those no other frame refers to are left out:
     /// a decoder that has fallen behind the playhead catches up faster
     /// than it plays.
     pub fn frame(&mut self, want: usize, index: &Index) -> Result<Frame, String> {
-        if let Some((i, f)) = &self.packed
+        if let Some((i, f)) = &self.given
             && *i == want
         {
             return Ok(f.clone());
@@ -215,7 +203,7 @@ impl Decoder {
         }
     }
 
-    /// Decodes forward to frame `want` and packs it.
+    /// Decodes forward to frame `want` and gives it.
     fn run_to(
         &mut self,
         want: usize,
@@ -236,7 +224,7 @@ impl Decoder {
                 // marked but the decoder cannot start at) decodes from the
                 // start instead.
                 Some(i) if i > want && self.since_seek == 1 && sought.is_some_and(|k| k > 0) => 0,
-                Some(i) => return self.pack(i),
+                Some(i) => return self.give(i),
             };
             self.seek(restart, index)?;
             sought = Some(restart);
@@ -257,16 +245,16 @@ impl Decoder {
             // The stream ended before the frame (one the index
             // had but the decoder did not give): the last frame
             // decoded stands in.
-            Some(i) if i < want => self.pack(i),
+            Some(i) if i < want => self.give(i),
             _ => Err(format!("the stream ended before frame {want}")),
         }
     }
 
-    /// Packs the frame last decoded, frame `i`.
-    fn pack(&mut self, i: usize) -> Result<Frame, String> {
+    /// The frame last decoded, frame `i`, held as the decoder gave it.
+    fn give(&mut self, i: usize) -> Result<Frame, String> {
         let info = self.info.ok_or("no frame")?;
-        let frame = planes::pack(&self.scratch, info, &self.buffers)?;
-        self.packed = Some((i, frame.clone()));
+        let frame = planes::hold(&self.scratch, info)?;
+        self.given = Some((i, frame.clone()));
         Ok(frame)
     }
 
@@ -281,7 +269,7 @@ impl Decoder {
             .map_err(|e| format!("cannot seek to frame {key}: {e}"))?;
         self.video.flush();
         self.at = None;
-        self.packed = None;
+        self.given = None;
         self.drained = false;
         self.at_start = false;
         self.since_seek = 0;

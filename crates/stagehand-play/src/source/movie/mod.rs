@@ -237,7 +237,9 @@ impl Frames for Movie {
         pos as i64
     }
 
-    fn decode(&self, pos: usize, buffers: &Arc<FrameBuffers>) -> Result<Frame, PlayError> {
+    fn decode(&self, pos: usize, _buffers: &Arc<FrameBuffers>) -> Result<Frame, PlayError> {
+        // A movie's frames stay in its decoder's own buffers (see
+        // `planes::hold`): none is taken from `buffers`.
         let Some(&i) = self.index.positions.get(pos) else {
             return Err(PlayError::InvalidOption(format!(
                 "frame {pos}: the movie has frames 0 to {}",
@@ -250,7 +252,6 @@ impl Frames for Movie {
         };
         let mut decoder = self.decoder.lock();
         self.open_on_this_thread(&mut decoder).map_err(error)?;
-        decoder.0.use_buffers(buffers);
         decoder.0.frame(i as usize, &self.index).map_err(error)
     }
 

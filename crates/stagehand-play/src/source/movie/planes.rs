@@ -1,9 +1,10 @@
 //! A decoded picture's planes, as FFmpeg's decoders give them, packed for
 //! the GPU without converting a sample: which pixel formats the player
-//! takes, what their tags say, and the copy of each plane's rows into
-//! the packed layout of [`crate::yuv`].
+//! takes, what their tags say, and each plane's rows held where the
+//! decoder wrote them, to go into the packed layout of [`crate::yuv`].
 
-use crate::source::{Frame, FrameInfo, SampleType};
+use crate::source::pixels::PlaneRows;
+use crate::source::{Frame, FrameInfo, Pixels, RowAt, SampleType};
 use crate::yuv::{Chroma, Matrix, Packing, Range, Siting, Yuv};
 use ffmpeg::format::Pixel;
 use ffmpeg_next as ffmpeg;
@@ -144,18 +145,15 @@ fn row_stride(stride: usize, plane: usize) -> Result<usize, String> {
     Ok(stride)
 }
 
-/// Copies the three planes of `frame` (described by `info`) into one
-/// packed buffer, row by row: no sample is converted.
-pub(super) fn pack(
-    frame: &ffmpeg::frame::Video,
-    info: FrameInfo,
-    buffers: &std::sync::Arc<crate::cache::buffers::FrameBuffers>,
-) -> Result<Frame, String> {
+/// Frame `frame` (described by `info`) as the decoder gave it: its planes
+/// are referenced, not copied, and go row by row into staging where the
+/// packed layout of [`crate::yuv`] puts them. Every plane's line size and
+/// length are checked here, before a row is read.
+pub(super) fn hold(frame: &ffmpeg::frame::Video, info: FrameInfo) -> Result<Frame, String> {
     let Some(yuv) = info.yuv else {
         return Err("not a Y'CbCr frame".into());
     };
     let packing = yuv.packing(info.width, info.height);
-    let mut buffer = buffers.take(info.bytes()).map_err(|e| e.to_string())?;
     if frame.planes() < packing.planes.len() {
         return Err(format!(
             "the decoder gave {} planes of a {}-plane format",
@@ -163,41 +161,83 @@ pub(super) fn pack(
             packing.planes.len()
         ));
     }
-    copy_planes(frame, &packing, yuv.sample_bytes(), buffer.as_mut_slice())?;
-    Ok(Frame {
-        info,
-        data: buffer.freeze(),
-    })
-}
-
-/// Copies each plane of `frame`, row by row, to its place in `out` as
-/// `packing` lays it out, `sample` bytes a sample.
-fn copy_planes(
-    frame: &ffmpeg::frame::Video,
-    packing: &Packing,
-    sample: usize,
-    out: &mut [u8],
-) -> Result<(), String> {
-    let row_bytes = packing.size.0 as usize * sample;
+    let sample = yuv.sample_bytes();
+    let mut strides = [0; 3];
     for (plane, rect) in packing.planes.iter().enumerate() {
         // The stride is checked before the data is touched: the data's
         // slice is built from it.
-        let stride = row_stride(frame.stride(plane), plane)?;
-        let data = frame.data(plane);
-        let width = rect.width as usize * sample;
-        for row in 0..rect.height as usize {
-            let src = row * stride;
-            let Some(src) = data.get(src..src + width) else {
-                return Err(format!(
-                    "plane {plane} holds {} bytes, short of row {row}",
-                    data.len()
-                ));
-            };
-            let dst = (rect.y as usize + row) * row_bytes + rect.x as usize * sample;
-            out[dst..dst + width].copy_from_slice(src);
+        strides[plane] = row_stride(frame.stride(plane), plane)?;
+        let rows = rect.height as usize;
+        let needed = (rows.saturating_sub(1) * strides[plane]) + rect.width as usize * sample;
+        let held = frame.data(plane).len();
+        if rows > 0 && held < needed {
+            return Err(format!(
+                "plane {plane} holds {held} bytes, short of its {rows} rows"
+            ));
         }
     }
-    Ok(())
+    let rows = Held {
+        frame: reference(frame)?,
+        packing,
+        strides,
+        sample,
+    };
+    let height = packing.size.1 as usize;
+    Ok(Frame {
+        info,
+        data: Pixels::planes(rows, info.row_bytes(), height),
+    })
+}
+
+/// A new reference to `frame`'s buffers (no pixel is copied): the decoder
+/// writes its later frames elsewhere, and the buffers go back to its pool
+/// when the last reference is dropped.
+#[allow(unsafe_code)] // one call of FFmpeg's av_frame_clone; see below
+fn reference(frame: &ffmpeg::frame::Video) -> Result<ffmpeg::frame::Video, String> {
+    // SAFETY: `as_ptr` is the decoder's live, reference-counted AVFrame,
+    // borrowed for this call; av_frame_clone only reads it, and returns a
+    // new AVFrame (or null) that owns one more reference to its buffers.
+    // `wrap` takes that new frame over: it is freed, its references given
+    // back, when the returned value is dropped.
+    unsafe {
+        let cloned = ffmpeg::ffi::av_frame_clone(frame.as_ptr());
+        if cloned.is_null() {
+            return Err("out of memory referencing a decoded frame".into());
+        }
+        Ok(ffmpeg::frame::Video::wrap(cloned))
+    }
+}
+
+/// A decoded frame's planes, referenced where the decoder wrote them.
+struct Held {
+    frame: ffmpeg::frame::Video,
+    packing: Packing,
+    /// Each plane's line size, checked.
+    strides: [usize; 3],
+    /// Bytes a sample.
+    sample: usize,
+}
+
+impl PlaneRows for Held {
+    fn rows(&self, row: &mut dyn FnMut(RowAt, &[u8])) {
+        for (plane, rect) in self.packing.planes.iter().enumerate() {
+            let data = self.frame.data(plane);
+            let stride = self.strides[plane];
+            let width = rect.width as usize * self.sample;
+            let x = rect.x as usize * self.sample;
+            for r in 0..rect.height as usize {
+                // In bounds: `hold` checked the plane's length.
+                let src = &data[r * stride..r * stride + width];
+                row(
+                    RowAt {
+                        y: rect.y as usize + r,
+                        x,
+                    },
+                    src,
+                );
+            }
+        }
+    }
 }
 
 /// A decoded frame's colour tags, as the integers FFmpeg keeps them in.
