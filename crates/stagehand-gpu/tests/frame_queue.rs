@@ -465,3 +465,21 @@ fn a_producer_waiting_for_a_slot_wakes_when_a_seek_frees_one() {
     assert_eq!(queue.present(ms(50)).map(|p| p.frame), Some(5));
     assert_eq!(queue.finish().discarded, 2);
 }
+
+#[test]
+fn a_frame_is_coming_from_its_push_until_it_lands() {
+    // What a realtime render loop asks before it waits for its tick's
+    // frame to land: only a frame pushed and not yet landed is coming.
+    let (_engine, queue) = queue(2, 3);
+    assert!(!queue.is_coming(0), "never pushed");
+    let (open, held) = gate();
+    let upload = push_held(&queue, 0, ms(0), held);
+    assert!(queue.is_coming(0), "filling");
+    assert!(!queue.is_coming(1), "another frame");
+    open.send(()).unwrap();
+    landed(&upload, "frame 0");
+    assert!(!queue.is_coming(0), "landed");
+    assert_eq!(queue.present(ms(0)).map(|p| p.frame), Some(0));
+    assert!(!queue.is_coming(0), "on screen");
+    balanced(queue.finish());
+}

@@ -553,6 +553,14 @@ impl<S: FrameSlot> FrameQueue<S> {
         })
     }
 
+    /// Whether frame `frame` is on its way: pushed (or its slot reserved)
+    /// and not yet landed.
+    pub fn is_coming(&self, frame: u64) -> bool {
+        let mut state = self.state.lock();
+        state.settle();
+        state.slots.iter().any(|s| s.coming() == Some(frame))
+    }
+
     /// Ends playback: pushes from now on fail with [`UploadError::Released`]
     /// instead of waiting for a slot no one will free; frames pushed but
     /// never shown count as dropped, once their uploads have ended (it

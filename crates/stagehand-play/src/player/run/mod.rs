@@ -317,6 +317,9 @@ impl Run<'_> {
         {
             self.wait_for(want, output)?;
         }
+        if shared.mode == Mode::Realtime && !from_tier && is_frame {
+            self.await_landing(tick, output)?;
+        }
         let t = match shared.mode {
             Mode::Realtime => shared.clock.now().unwrap_or_default(),
             Mode::EveryFrame => shared.pts(tick),
@@ -1057,6 +1060,37 @@ impl Run<'_> {
             }
         }
         self.shared.clock.wait_added(started.elapsed());
+        Ok(())
+    }
+
+    /// Realtime: while tick `tick`'s frame is on its way (pushed, its
+    /// upload not yet ended), waits for it to land, until the next tick is
+    /// due. A frame that lands a few milliseconds after its tick is then
+    /// shown, late, where before it waited in the queue for the next tick
+    /// and was passed over for that tick's frame: an upload held up behind
+    /// one draw cost the next frame too.
+    fn await_landing(&mut self, tick: Tick, output: &mut Output<'_>) -> Result<(), PlayError> {
+        let shared = Arc::clone(&self.shared);
+        if shared.clock.paused() {
+            return Ok(());
+        }
+        let until = shared.clock.due(shared.pts(tick.next()));
+        while shared.queue.is_coming(tick.get()) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            // In slices, to stop at once if the producer failed and to
+            // let the user's commands in.
+            let slice = left.min(Duration::from_millis(20));
+            if shared.queue.wait_ready(tick.get(), slice) != WaitReady::TimedOut {
+                break;
+            }
+            self.check_failed()?;
+            if output.attention() {
+                break;
+            }
+        }
         Ok(())
     }
 
