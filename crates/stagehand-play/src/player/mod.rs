@@ -829,12 +829,13 @@ fn output_line(output: &Output<'_>) -> String {
     }
 }
 
-/// The frame buffers the decoders wrote into, for a source that decodes.
+/// The frame buffers the decoders wrote into, for a source that decodes
+/// into them (a movie's frames stay in its decoder's own: none).
 fn frame_buffers(shared: &Shared, feed: &Feed) -> Option<FrameBufferStats> {
     match feed {
         Feed::Frames { .. } => {
             let b = shared.buffers.stats();
-            Some(FrameBufferStats {
+            (b.misses + b.hits > 0).then_some(FrameBufferStats {
                 allocated: b.misses,
                 reused: b.hits,
                 peak_bytes: b.peak_held,

@@ -168,7 +168,10 @@ pub(super) fn hold(frame: &ffmpeg::frame::Video, info: FrameInfo) -> Result<Fram
         // slice is built from it.
         strides[plane] = row_stride(frame.stride(plane), plane)?;
         let rows = rect.height as usize;
-        let needed = (rows.saturating_sub(1) * strides[plane]) + rect.width as usize * sample;
+        let needed = rows
+            .saturating_sub(1)
+            .saturating_mul(strides[plane])
+            .saturating_add(rect.width as usize * sample);
         let held = frame.data(plane).len();
         if rows > 0 && held < needed {
             return Err(format!(
