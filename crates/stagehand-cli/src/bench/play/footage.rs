@@ -148,6 +148,27 @@ pub struct Written {
     pub files: Vec<PathBuf>,
 }
 
+impl Written {
+    /// Reads every file of the footage once, so that it is in the page
+    /// cache when a player starts: without it, whichever player ran first
+    /// after footage of another kind (or a player that used most of the
+    /// memory) read its frames from disk, and its row looked slower than
+    /// the others for a reason that is none of its own.
+    pub fn warm(&self) {
+        let files: Vec<&Path> = if self.files.is_empty() {
+            vec![&self.path]
+        } else {
+            self.files.iter().map(PathBuf::as_path).collect()
+        };
+        for file in files {
+            // A file that cannot be read is the player's to report.
+            if let Ok(mut f) = std::fs::File::open(file) {
+                let _ = std::io::copy(&mut f, &mut std::io::sink());
+            }
+        }
+    }
+}
+
 /// Finds `kind` at `size` under `dir`, writing it first where it is not
 /// there whole. The error says why it could not be written.
 pub fn prepare(

@@ -9,8 +9,10 @@
 //! process, so each player's CPU time is its own. Rounds interleave: round
 //! 1 runs every player on the first scenario, then the next, ..., then
 //! round 2 (the players' order turns each round), so drift in the
-//! machine's load falls on them all alike. The table gives each number
-//! as its range over the rounds.
+//! machine's load falls on them all alike. Before every run the footage
+//! is read through once, so no player reads it from disk where another
+//! found it cached. The table gives each number as its range over the
+//! rounds.
 
 mod cells;
 mod child;
@@ -174,6 +176,7 @@ fn play_rounds<'a>(
                 continue;
             };
             for p in turn(players.len(), round) {
+                written.warm();
                 let outcome = players[p].run(written, row.scenario, &ctx);
                 log(setup, round, row, &players[p], &outcome)?;
                 outcomes[r][p].push(outcome);
