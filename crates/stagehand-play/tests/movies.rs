@@ -22,27 +22,15 @@ use support::{FPS, ffmpeg, has_ffmpeg, movie, options, pattern, run, run_with, t
 
 const FRAMES: u64 = 48;
 
-/// FFmpeg's own RGB conversion of frame `n`: tightly packed RGB8.
-fn reference(path: &Path, n: u64) -> Vec<u8> {
+/// FFmpeg's own decode of frame `n`, raw in `pix_fmt`, with `options`
+/// given to the output.
+fn ffmpeg_frame(path: &Path, n: u64, pix_fmt: &str, options: &[&str]) -> Vec<u8> {
     let out = Command::new("ffmpeg")
         .args(["-v", "error", "-i"])
         .arg(path)
-        .args([
-            "-vf",
-            &format!("select=eq(n\\,{n})"),
-            "-frames:v",
-            "1",
-            // Its accurate conversion (the default one rounds 10-bit
-            // sources up to 3 code values off); chroma edges are left out
-            // of the comparison, so its chroma filter does not matter.
-            "-sws_flags",
-            "accurate_rnd+full_chroma_int",
-            "-pix_fmt",
-            "rgb24",
-            "-f",
-            "rawvideo",
-            "-",
-        ])
+        .args(["-vf", &format!("select=eq(n\\,{n})"), "-frames:v", "1"])
+        .args(options)
+        .args(["-pix_fmt", pix_fmt, "-f", "rawvideo", "-"])
         .output()
         .expect("ffmpeg runs");
     assert!(
@@ -51,6 +39,19 @@ fn reference(path: &Path, n: u64) -> Vec<u8> {
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
+}
+
+/// FFmpeg's own RGB conversion of frame `n`: tightly packed RGB8.
+fn reference(path: &Path, n: u64) -> Vec<u8> {
+    // Its accurate conversion (the default one rounds 10-bit sources up to
+    // 3 code values off); chroma edges are left out of the comparison, so
+    // its chroma filter does not matter.
+    ffmpeg_frame(
+        path,
+        n,
+        "rgb24",
+        &["-sws_flags", "accurate_rnd+full_chroma_int"],
+    )
 }
 
 /// Whether pixel (x, y) of a `w` x `h` picture is at least 4 pixels from
@@ -578,24 +579,6 @@ fn format_and_range_options_meant_for_sequences_are_refused_for_movies() {
     assert!(err.to_string().contains("frames 0 to 47"), "{err}");
 }
 
-/// FFmpeg's own decode of frame `n`: its planes one after another, as
-/// raw `yuv420p`.
-fn raw_planes(path: &Path, n: u64) -> Vec<u8> {
-    let out = Command::new("ffmpeg")
-        .args(["-v", "error", "-i"])
-        .arg(path)
-        .args(["-vf", &format!("select=eq(n\\,{n})"), "-frames:v", "1"])
-        .args(["-pix_fmt", "yuv420p", "-f", "rawvideo", "-"])
-        .output()
-        .expect("ffmpeg runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
 #[test]
 fn a_movie_frame_goes_into_staging_from_the_decoders_own_planes_with_no_copy_between() {
     // A movie frame was copied from the decoder's planes into a packed
@@ -635,7 +618,8 @@ fn a_movie_frame_goes_into_staging_from_the_decoders_own_planes_with_no_copy_bet
     // Every plane lands where the packing puts it, sample for sample what
     // FFmpeg decodes.
     let packing = info.yuv.unwrap().packing(info.width, info.height);
-    let raw = raw_planes(&path, 5);
+    // FFmpeg's planes one after another.
+    let raw = ffmpeg_frame(&path, 5, "yuv420p", &[]);
     let mut at = 0;
     for rect in packing.planes {
         let (x, w) = (rect.x as usize, rect.width as usize);
