@@ -132,8 +132,9 @@ pub struct PlayArgs {
     #[arg(long)]
     fullscreen: bool,
     /// How the window presents: auto (fifo where the display paces it,
-    /// else mailbox or immediate with the player's clock), fifo, mailbox
-    /// or immediate.
+    /// else mailbox or immediate with the player's clock; on a software
+    /// adapter and X11, copied to the X server), fifo, mailbox or
+    /// immediate (a surface presenting so).
     #[arg(long, default_value = "auto")]
     present_mode: PresentArg,
     /// Start at this frame number (a position from 0 for synthetic frames).

@@ -437,16 +437,15 @@ fn in_window(
     Some(out)
 }
 
-/// On llvmpipe, a server without shared memory (MIT-SHM) takes the
+/// On a software adapter, a server without shared memory (MIT-SHM) takes the
 /// frames through the socket: the transport shows the right frames all
 /// the same, and the summary says which request carried them.
-#[test]
-fn a_window_on_a_server_without_shared_memory_puts_its_frames_through_the_socket_on_llvmpipe() {
-    let test = "a window on a server without MIT-SHM";
-    let Some(x) = Xvfb::start_with(test, &["-extension", "MIT-SHM"]) else {
+fn no_shared_memory(backend: &str) {
+    let test = format!("a window on a server without MIT-SHM on {backend}");
+    let Some(x) = Xvfb::start_with(&test, &["-extension", "MIT-SHM"]) else {
         return;
     };
-    let dir = write_sequence("no-shm-gl");
+    let dir = write_sequence(&format!("no-shm-{backend}"));
     let args = [
         dir.to_str().unwrap(),
         "--window",
@@ -456,7 +455,7 @@ fn a_window_on_a_server_without_shared_memory_puts_its_frames_through_the_socket
         "--output-size",
         "320x240",
     ];
-    let player = Player::launch(&x, "gl", &args);
+    let player = Player::launch(&x, backend, &args);
     player.wait_for(colour(1002), "paused at --seek 1002");
     player.key(&["Right"]);
     player.wait_for(colour(1003), "one step right");
@@ -469,6 +468,12 @@ fn a_window_on_a_server_without_shared_memory_puts_its_frames_through_the_socket
         "{stdout}"
     );
 }
+
+on_both_adapters!(
+    no_shared_memory:
+    a_window_on_a_server_without_shared_memory_puts_its_frames_through_the_socket_on_lavapipe,
+    a_window_on_a_server_without_shared_memory_puts_its_frames_through_the_socket_on_llvmpipe
+);
 
 /// A window's arguments for a player paused at frame `seek`, 480x360.
 fn paused_at(seek: &str) -> [&str; 6] {
@@ -812,15 +817,57 @@ fn letterbox_and_close(backend: &str) {
         playback["frames"]["shown"].as_u64() >= Some(1),
         "{playback}"
     );
-    // llvmpipe's frames reach the X server without wgpu's GL blit (the
-    // resize above went through that path), in memory shared with it
-    // (Xvfb has MIT-SHM); lavapipe's through a surface.
-    let put = playback["output"]
-        .as_str()
-        .is_some_and(|o| o.contains("ShmPutImage"));
-    assert_eq!(put, backend == "gl", "{playback}");
+    // On a software adapter the frames reach the X server without a
+    // surface (the resize above went through that path), in memory shared
+    // with it (Xvfb has MIT-SHM).
+    assert!(
+        playback["output"]
+            .as_str()
+            .is_some_and(|o| o.contains("ShmPutImage")),
+        "{playback}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A present mode named on the command line asks for a surface that
+/// presents so, on a software adapter too: the window shows the frames
+/// through it, and the summary names the mode, not a copy to the server.
+fn named_present_mode(backend: &str) {
+    let Some(x) = Xvfb::start(&format!("--present-mode mailbox on {backend}")) else {
+        return;
+    };
+    let dir = write_sequence(&format!("named-mode-{backend}"));
+    let mut args = vec![dir.to_str().unwrap()];
+    args.extend(paused_at("1002"));
+    args.extend(["--present-mode", "mailbox", "--json"]);
+    let player = Player::launch(&x, backend, &args);
+    player.wait_for(colour(1002), "paused at --seek 1002");
+    player.key(&["Right"]);
+    player.wait_for(colour(1003), "one step right");
+    player.key(&["q"]);
+    let out = player.finish_ok();
+    let _ = std::fs::remove_dir_all(dir);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "a JSON summary: {e}\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    let output = report["playback"]["output"].as_str().unwrap_or_default();
+    assert!(
+        !output.contains("PutImage")
+            && ["Mailbox", "Fifo", "Immediate"]
+                .iter()
+                .any(|m| output.contains(m)),
+        "{output}"
+    );
+}
+
+on_both_adapters!(
+    named_present_mode:
+    a_present_mode_named_presents_through_a_surface_on_lavapipe,
+    a_present_mode_named_presents_through_a_surface_on_llvmpipe
+);
 
 on_both_adapters!(
     letterbox_and_close:

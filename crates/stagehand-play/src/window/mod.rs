@@ -67,7 +67,10 @@ pub enum PresentChoice {
     /// Fifo where the display reports a refresh rate at least the frame
     /// rate (it paces presentation, the player's clock picks the frame);
     /// otherwise Mailbox, else Immediate, with the player's clock alone
-    /// pacing; Fifo where the surface offers nothing else.
+    /// pacing; Fifo where the surface offers nothing else. On a software
+    /// adapter, an X11 window takes no surface: frames are copied to the
+    /// X server (`ShmPutImage`, or `PutImage` without shared memory), and
+    /// the player's clock paces.
     #[default]
     Auto,
     /// Wait for the display's vertical blank.
@@ -424,18 +427,19 @@ impl Screen {
         })
     }
 
-    /// Presents by copying pixels to the X server where wgpu would present
-    /// a GL surface through a blit on the CPU: the GL backend on a
-    /// software adapter, an X11 window the server takes 32-bit blue, green,
-    /// red pixels for, and no vertical blank asked for (the copy never waits
-    /// for one). `None`: present through a surface.
+    /// Presents by copying pixels to the X server where a surface would
+    /// cost more CPU on a software adapter (see `x11.rs`): a software
+    /// adapter on either backend, an X11 window the server takes 32-bit
+    /// blue, green, red pixels for, and no present mode named (a named
+    /// mode asks for a surface that presents with it). `None`: present
+    /// through a surface.
     fn attach_put(
         &mut self,
         gpu: &Gpu,
         present: PresentChoice,
         window: &Window,
     ) -> Option<SurfaceInfo> {
-        if !native::software_gl(gpu) || present == PresentChoice::Fifo {
+        if !native::software_adapter(gpu) || present != PresentChoice::Auto {
             return None;
         }
         let put = x11::X11Present::open(window)?;
@@ -444,8 +448,9 @@ impl Screen {
         Some(SurfaceInfo {
             format: format!("{:?}", x11::FORMAT),
             present_mode,
-            reason: "software GL: copied to the X server, as the driver's swap does, \
-                     without wgpu's blit into the window's framebuffer; the player's clock paces"
+            reason: "software adapter: drawn into a target of the player's own and copied \
+                     to the X server, in memory shared with it where it has that; \
+                     the player's clock paces"
                 .into(),
             refresh_hz: None,
         })

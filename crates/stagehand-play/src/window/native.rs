@@ -2,8 +2,8 @@
 //! (a toolkit's widget): through a wgpu surface the player makes from the
 //! window's raw handles (`raw-window-handle` 0.6: X11, Wayland, Win32,
 //! AppKit), or, on X11, through the path the player's own window takes on
-//! a software GL adapter: the picture drawn at the window's size, read
-//! back, and put to the X server.
+//! a software adapter: the picture drawn at the window's size, read back,
+//! and put to the X server.
 
 use super::x11::{self, X11Present};
 use super::{PresentChoice, choose_format, choose_present_mode, surface_config};
@@ -60,7 +60,7 @@ impl NativeWindow {
     /// window: a Qt widget's `winId()` with its display, a winit or SDL
     /// window, an `HWND`, an `NSView`), `size` pixels now. The player
     /// presents through a wgpu surface made on `gpu` from the handles;
-    /// on a software GL adapter an X11 window is drawn into by copying
+    /// on a software adapter an X11 window is drawn into by copying
     /// pixels to the X server (on the environment's `DISPLAY`), as the
     /// player's own window is there. A handle no backend of `gpu` can
     /// present to is [`PlayError::NoDisplay`] with the reason.
@@ -78,7 +78,7 @@ impl NativeWindow {
         window: RawWindowHandle,
         size: (u32, u32),
     ) -> Result<Self, PlayError> {
-        if software_gl(gpu)
+        if software_adapter(gpu)
             && let Some(id) = x11::window_id(window)
             && let Ok(put) = Self::open_x11(gpu, None, id)
         {
@@ -238,9 +238,10 @@ impl RawSurface {
     }
 }
 
-/// Whether `gpu` is a software rasteriser behind the GL backend, where a
-/// window is better drawn into by copying to the X server (see `x11.rs`).
-pub(super) fn software_gl(gpu: &Gpu) -> bool {
-    let info = gpu.adapter().get_info();
-    info.backend == wgpu::Backend::Gl && info.device_type == wgpu::DeviceType::Cpu
+/// Whether `gpu` is a software rasteriser (llvmpipe behind the GL
+/// backend, lavapipe behind Vulkan), where an X11 window is better drawn
+/// into by copying to the X server in memory shared with it (see
+/// `x11.rs`).
+pub(super) fn software_adapter(gpu: &Gpu) -> bool {
+    gpu.adapter().get_info().device_type == wgpu::DeviceType::Cpu
 }
