@@ -272,6 +272,10 @@ impl Run<'_> {
     ) -> Result<(Warmup, Tick), PlayError> {
         let preroll_started = Instant::now();
         let prerolled = self.preroll(options, output)?;
+        if !options.start_paused {
+            // Paused, the first frame is drawn before the clock starts.
+            self.warm_up(gpu, renderer, output)?;
+        }
         let warmup = Warmup {
             preroll: preroll_started.elapsed().as_secs_f64(),
             prerolled,

@@ -200,6 +200,34 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// Draws once into the offscreen target, with the pipelines a frame in
+    /// this output is drawn with (a frame-queue slot's picture, and a
+    /// window's overlay), and waits for it: a software rasteriser compiles
+    /// a pipeline's code the first time it draws with it (about 100 ms
+    /// for a Y'CbCr picture on lavapipe, measured), which would otherwise
+    /// fall on the first ticks the clock counts. What it draws is thrown
+    /// away; the first tick draws over it.
+    pub(super) fn warm_up(
+        &self,
+        gpu: &Gpu,
+        renderer: &Renderer,
+        output: &Output<'_>,
+    ) -> Result<(), PlayError> {
+        let Some(bind) = renderer.slot(0) else {
+            return Ok(());
+        };
+        let overlay = match output {
+            Output::Window(w) => Some((&w.overlay, w.hud)),
+            Output::Offscreen => None,
+        };
+        // No tick is named so: nothing drawn later takes this for its
+        // picture.
+        let frame = Frame { bind, id: u64::MAX };
+        renderer.draw_to(gpu, None, Some(frame), overlay)?;
+        let _ = gpu.device().poll(wgpu::PollType::wait_indefinitely());
+        Ok(())
+    }
+
     /// The picture on screen as the renderer draws it, named by its tick
     /// (each tick's picture is its own: a tick is never pushed twice).
     fn frame<'a>(&'a self, renderer: &'a Renderer) -> Option<Frame<'a>> {
