@@ -18,7 +18,9 @@ mod support;
 use stagehand_play::PlayError;
 use std::path::Path;
 use std::process::Command;
-use support::{FPS, ffmpeg, has_ffmpeg, movie, options, pattern, run, run_with, temp_dir};
+use support::{
+    FPS, ffmpeg, has_ffmpeg, movie, options, pattern, run, run_with, temp_dir, worst_inside_blocks,
+};
 
 const FRAMES: u64 = 48;
 
@@ -54,14 +56,6 @@ fn reference(path: &Path, n: u64) -> Vec<u8> {
     )
 }
 
-/// Whether pixel (x, y) of a `w` x `h` picture is at least 4 pixels from
-/// every edge between blocks of the pattern.
-fn inside_a_block(x: u32, y: u32, w: u32, h: u32) -> bool {
-    let near = |v: u32, edge: u32| v.abs_diff(edge) < 4 || v + 1 == edge;
-    let columns = (1..4).map(|k| k * w / 4);
-    !columns.into_iter().any(|e| near(x, e)) && !near(y, h / 8) && !near(y, h / 2)
-}
-
 /// Plays `path` (of `size`), saving `frames`, and checks each drawn frame
 /// against FFmpeg's conversion of it, inside the blocks.
 fn matches_ffmpeg(path: &Path, size: (u32, u32), frames: &[u64]) {
@@ -84,24 +78,7 @@ fn matches_ffmpeg_on(
         assert_eq!(saved.position, Some(saved.tick as usize));
         assert_eq!(saved.size, size);
         let want = reference(path, saved.tick);
-        assert_eq!(want.len(), (w * h * 3) as usize);
-        let mut worst = (0, 0, 0);
-        let mut compared = 0;
-        for y in 0..h {
-            for x in 0..w {
-                if !inside_a_block(x, y, w, h) {
-                    continue;
-                }
-                let i = (y * w + x) as usize;
-                for c in 0..3 {
-                    let d = saved.rgba[i * 4 + c].abs_diff(want[i * 3 + c]);
-                    if d > worst.0 {
-                        worst = (d, x, y);
-                    }
-                }
-                compared += 1;
-            }
-        }
+        let (worst, compared) = worst_inside_blocks(&saved.rgba, &want, size);
         assert!(
             compared > (w * h / 2) as usize,
             "{compared} pixels compared"

@@ -884,13 +884,13 @@ fn open_feed(gpu: &Gpu, options: &PlayOptions, windowed: bool) -> Result<Opened,
         .device()
         .features()
         .contains(wgpu::Features::TEXTURE_FORMAT_16BIT_NORM);
+    let max_side = gpu.device().limits().max_texture_dimension_2d;
     match &options.source {
         None => open_synthetic(options, has_16bit_norm, windowed),
         Some(spec) if source::is_movie(spec) => {
-            let max_side = gpu.device().limits().max_texture_dimension_2d;
             open_movie(spec, options, has_16bit_norm, max_side, windowed)
         }
-        Some(spec) => open_sequence(spec, options, has_16bit_norm, windowed),
+        Some(spec) => open_sequence(spec, options, has_16bit_norm, max_side, windowed),
     }
 }
 
@@ -1024,10 +1024,19 @@ fn open_sequence(
     spec: &Path,
     options: &PlayOptions,
     has_16bit_norm: bool,
+    max_side: u32,
     windowed: bool,
 ) -> Result<Opened, PlayError> {
     let sequence = Sequence::open(spec, options.range)?;
-    let (info, largest) = probe_all(spec, &sequence)?;
+    let (mut info, mut largest) = probe_all(spec, &sequence)?;
+    // Planes packed taller than the device's textures go up as RGB, which
+    // then says the picture is too large for the device, if it is.
+    if options.format == crate::FormatChoice::Auto
+        && let Some(planes) = jpeg_planes(&sequence, info)?
+        && planes.texture_size().0.max(planes.texture_size().1) <= max_side
+    {
+        (info, largest) = (planes, planes.bytes());
+    }
     let plan = format::choose(info, options.format, has_16bit_norm)?;
     let len = sequence.len() as u64;
     let start = match options.seek {
@@ -1089,6 +1098,31 @@ fn probe_all(spec: &Path, sequence: &Sequence) -> Result<(FrameInfo, usize), Pla
         largest = largest.max(got.bytes());
     }
     Ok((info, largest))
+}
+
+/// The frames of a sequence of JPEGs that all hold Y'CbCr planes of one
+/// format (see [`source::jpeg_planes`]): those planes, uploaded as they are
+/// and converted in the render pass, in place of RGB the decoder converts
+/// and the decode threads expand to RGBA. `None` where any file is another
+/// kind, or the planes differ from file to file.
+fn jpeg_planes(sequence: &Sequence, rgb: FrameInfo) -> Result<Option<FrameInfo>, PlayError> {
+    let mut format = None;
+    for (_, path) in sequence.paths() {
+        let Some(yuv) = source::jpeg_planes(path)? else {
+            return Ok(None);
+        };
+        if format.is_some_and(|f| f != yuv) {
+            return Ok(None);
+        }
+        format = Some(yuv);
+    }
+    Ok(format.map(|yuv| FrameInfo {
+        width: rgb.width,
+        height: rgb.height,
+        channels: 1,
+        sample: SampleType::U8,
+        yuv: Some(yuv),
+    }))
 }
 
 /// The position of frame number `n` (`PlayOptions::seek`): by the numbers in the

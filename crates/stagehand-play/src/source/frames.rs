@@ -90,6 +90,12 @@ impl Frames for SequenceFrames {
                 "position {pos} of the sequence is a gap"
             )));
         };
+        #[cfg(feature = "video")]
+        if self.expected.yuv.is_some() {
+            // JPEGs whose planes go up as they are (the sequence was
+            // opened so: see `source::jpeg_planes`).
+            return super::decode_jpeg_planes(path, &self.expected);
+        }
         let frame = super::decode_into(path, buffers)?;
         check_size(path, &self.expected, &frame.info)?;
         Ok(frame)

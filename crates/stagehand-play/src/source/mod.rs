@@ -17,6 +17,7 @@ mod frames;
 mod gaps;
 mod guard;
 mod image;
+mod jpeg;
 #[cfg(feature = "video")]
 pub mod movie;
 mod natural;
@@ -145,6 +146,25 @@ pub fn decode_into(
             image::decode(path, buffers)
         }
     })
+}
+
+/// The Y'CbCr format a JPEG file's planes would go up in, where it is one
+/// whose planes the player uploads as they are (feature `video`: decoded
+/// by FFmpeg, converted to RGB in the render pass); `None` for any other
+/// file, or without the feature.
+pub fn jpeg_planes(path: &Path) -> Result<Option<Yuv>, PlayError> {
+    let is_jpeg = matches!(extension(path).as_deref(), Some("jpg" | "jpeg"));
+    if !cfg!(feature = "video") || !is_jpeg {
+        return Ok(None);
+    }
+    jpeg::layout(path)
+}
+
+/// Decodes a JPEG file into planes of the Y'CbCr format `expected` says
+/// (see [`jpeg_planes`]).
+#[cfg(feature = "video")]
+pub fn decode_jpeg_planes(path: &Path, expected: &FrameInfo) -> Result<Frame, PlayError> {
+    guard::guarded(path, || jpeg::planes::decode(path, expected))
 }
 
 /// Reads what a file holds (size, channels, sample type) from its header,

@@ -57,6 +57,40 @@ pub fn pattern(scale: u32) -> String {
     )
 }
 
+/// Whether pixel (x, y) of a `w` x `h` picture is at least 4 pixels from
+/// every edge between blocks of the [`pattern`].
+fn inside_a_block(x: u32, y: u32, w: u32, h: u32) -> bool {
+    let near = |v: u32, edge: u32| v.abs_diff(edge) < 4 || v + 1 == edge;
+    let columns = (1..4).map(|k| k * w / 4);
+    !columns.into_iter().any(|e| near(x, e)) && !near(y, h / 8) && !near(y, h / 2)
+}
+
+/// How far a drawn picture (`rgba`, `size`) is from a reference (`rgb`,
+/// tightly packed) inside the [`pattern`]'s blocks: the largest difference
+/// of a channel, where it is, and how many pixels were compared.
+#[allow(dead_code)] // the sound tests compare no pictures
+pub fn worst_inside_blocks(rgba: &[u8], rgb: &[u8], (w, h): (u32, u32)) -> ((u8, u32, u32), usize) {
+    assert_eq!(rgb.len(), (w * h * 3) as usize);
+    let mut worst = (0, 0, 0);
+    let mut compared = 0;
+    for y in 0..h {
+        for x in 0..w {
+            if !inside_a_block(x, y, w, h) {
+                continue;
+            }
+            let i = (y * w + x) as usize;
+            for c in 0..3 {
+                let d = rgba[i * 4 + c].abs_diff(rgb[i * 3 + c]);
+                if d > worst.0 {
+                    worst = (d, x, y);
+                }
+            }
+            compared += 1;
+        }
+    }
+    (worst, compared)
+}
+
 /// A 2-second movie of `size` drawn in `pix_fmt`, encoded with the
 /// arguments in `encode` (codec, tags, an output pixel format).
 pub fn movie(

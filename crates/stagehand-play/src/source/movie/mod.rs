@@ -18,7 +18,7 @@
 mod decoder;
 pub(crate) mod demux;
 mod index;
-mod planes;
+pub(crate) mod planes;
 
 use super::{Frame, FrameInfo, Frames};
 use crate::PlayError;

@@ -50,7 +50,7 @@ pub(super) fn planar(format: Pixel) -> Option<(Chroma, u8, bool)> {
 /// What a decoded frame is: its size and Y'CbCr format, from its pixel
 /// format and tags (untagged: BT.709 from HD up, BT.601 below; limited
 /// range; chroma sited as MPEG does, or centred for JPEG-range formats).
-pub(super) fn describe(frame: &ffmpeg::frame::Video) -> Result<FrameInfo, String> {
+pub(crate) fn describe(frame: &ffmpeg::frame::Video) -> Result<FrameInfo, String> {
     let format = frame.format();
     let Some((chroma, bits, full)) = planar(format) else {
         return Err(format!(
@@ -149,7 +149,7 @@ fn row_stride(stride: usize, plane: usize) -> Result<usize, String> {
 /// are referenced, not copied, and go row by row into staging where the
 /// packed layout of [`crate::yuv`] puts them. Every plane's line size and
 /// length are checked here, before a row is read.
-pub(super) fn hold(frame: &ffmpeg::frame::Video, info: FrameInfo) -> Result<Frame, String> {
+pub(crate) fn hold(frame: &ffmpeg::frame::Video, info: FrameInfo) -> Result<Frame, String> {
     let Some(yuv) = info.yuv else {
         return Err("not a Y'CbCr frame".into());
     };

@@ -1,0 +1,353 @@
+//! JPEG files as the Y'CbCr planes they hold.
+//!
+//! A JPEG stores luma and two chroma planes, the chroma usually at half
+//! resolution. Decoded to RGB, a 3840x2160 4:2:0 frame becomes 24.9 MB
+//! (33.2 MB as RGBA texels) after the decoder has upsampled chroma and
+//! converted every pixel on the CPU; left as planes it is 12.4 MB, and the
+//! render pass converts it as it draws, as it does a movie's frames
+//! ([`crate::yuv`]). Profiled in a 1920x1080 window on lavapipe, the RGB
+//! path spent more of the player's CPU on the colour conversion, the
+//! expansion to RGBA, and the page faults and copies of frames three
+//! times the size, than on decoding.
+//!
+//! [`layout`] reads a file's frame header (no pixel decoded) and says
+//! whether it is planes this path takes: three components, Y'CbCr (not an
+//! Adobe RGB one), 8 bits, luma sampled 1x1, 2x1 or 2x2 against chroma
+//! (4:4:4, 4:2:2, 4:2:0). Anything else (grey, CMYK, 4:1:1, 12-bit) goes
+//! through the `image` crate as before. The planes are decoded by FFmpeg's
+//! JPEG decoder (feature `video`), the frame holding the decoder's buffers
+//! with no copy ([`Pixels::Planes`](super::Pixels)).
+
+use crate::PlayError;
+use crate::yuv::{Chroma, Matrix, Range, Siting, Yuv};
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// How far into a file the frame header is looked for: metadata segments
+/// (EXIF, ICC profiles, thumbnails) come first and may be large; a file
+/// whose frame header lies further goes through the `image` crate.
+const HEADER_WITHIN: u64 = 16 << 20;
+
+/// The Y'CbCr format of `path`'s planes where this path takes them (see
+/// the module's notes), `None` where the file is a JPEG of another kind.
+/// An unreadable file is an I/O error; a damaged header, `None` (the
+/// `image` crate then says what is wrong with it).
+pub fn layout(path: &Path) -> Result<Option<Yuv>, PlayError> {
+    let file = std::fs::File::open(path).map_err(|e| PlayError::Io {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    Ok(read_layout(&mut BufReader::new(file)).map(yuv))
+}
+
+/// The Y'CbCr format of a JPEG's planes of `chroma`: JFIF's matrix
+/// (BT.601) and full range, chroma centred between luma samples.
+pub fn yuv(chroma: Chroma) -> Yuv {
+    Yuv {
+        chroma,
+        bits: 8,
+        matrix: Matrix::Bt601,
+        range: Range::Full,
+        siting: Siting::Center,
+    }
+}
+
+/// Walks the markers of a JPEG up to its frame header; the subsampling of
+/// a three-component 8-bit Y'CbCr frame, else `None`.
+fn read_layout(r: &mut (impl Read + Seek)) -> Option<Chroma> {
+    let mut marker = [0u8; 2];
+    r.read_exact(&mut marker).ok()?;
+    if marker != [0xff, 0xd8] {
+        return None;
+    }
+    let mut adobe_rgb = false;
+    loop {
+        if r.stream_position().ok()? > HEADER_WITHIN {
+            return None;
+        }
+        r.read_exact(&mut marker).ok()?;
+        if marker[0] != 0xff {
+            return None;
+        }
+        let kind = marker[1];
+        match kind {
+            // Fill bytes before a marker.
+            0xff => {
+                r.seek(SeekFrom::Current(-1)).ok()?;
+                continue;
+            }
+            // Markers without a length.
+            0x01 | 0xd0..=0xd7 => continue,
+            // The image ended, or its scan began, before a frame header.
+            0xd9 | 0xda => return None,
+            _ => {}
+        }
+        let mut len = [0u8; 2];
+        r.read_exact(&mut len).ok()?;
+        let body = usize::from(u16::from_be_bytes(len)).checked_sub(2)?;
+        match kind {
+            // Baseline, extended and progressive Huffman-coded frames:
+            // what FFmpeg's decoder reads.
+            0xc0..=0xc2 => {
+                let mut sof = vec![0u8; body];
+                r.read_exact(&mut sof).ok()?;
+                return (!adobe_rgb).then(|| frame_chroma(&sof)).flatten();
+            }
+            // Any other frame kind (lossless, arithmetic-coded).
+            0xc3 | 0xc5..=0xc7 | 0xc9..=0xcb | 0xcd..=0xcf => return None,
+            // Adobe's segment: transform 0 means the components are RGB.
+            0xee => {
+                let mut app = vec![0u8; body];
+                r.read_exact(&mut app).ok()?;
+                adobe_rgb = app.len() >= 12 && app.starts_with(b"Adobe") && app[11] == 0;
+            }
+            _ => {
+                r.seek(SeekFrom::Current(i64::try_from(body).ok()?)).ok()?;
+            }
+        }
+    }
+}
+
+/// The subsampling a frame header's body (after its length) describes,
+/// where it is 8 bits and three components, the two chroma components
+/// sampled alike and luma 1x1, 2x1 or 2x2 times as often (factors are
+/// relative: FFmpeg writes 4:4:4 as 1x2 for every component); component
+/// ids `R`, `G`, `B` mean an RGB JPEG.
+fn frame_chroma(sof: &[u8]) -> Option<Chroma> {
+    let (&precision, rest) = sof.split_first()?;
+    let components = *rest.get(4)?;
+    if precision != 8 || components != 3 {
+        return None;
+    }
+    let spec = rest.get(5..5 + 9)?;
+    let ids = [spec[0], spec[3], spec[6]];
+    if ids == *b"RGB" {
+        return None;
+    }
+    let factors = |c: usize| (spec[c * 3 + 1] >> 4, spec[c * 3 + 1] & 0x0f);
+    let ((hy, vy), (hc, vc)) = (factors(0), factors(1));
+    if factors(2) != (hc, vc) || hc == 0 || vc == 0 || hy % hc != 0 || vy % vc != 0 {
+        return None;
+    }
+    match (hy / hc, vy / vc) {
+        (1, 1) => Some(Chroma::S444),
+        (2, 1) => Some(Chroma::S422),
+        (2, 2) => Some(Chroma::S420),
+        _ => None,
+    }
+}
+
+/// Decoding a JPEG's planes with FFmpeg.
+#[cfg(feature = "video")]
+pub(super) mod planes {
+    use super::super::movie::planes as held;
+    use super::super::{Frame, FrameInfo};
+    use crate::PlayError;
+    use ffmpeg_next as ffmpeg;
+    use std::cell::RefCell;
+    use std::path::Path;
+
+    /// Largest JPEG file read whole: 256 MiB, more than a 16-bit 65536
+    /// pixel square compresses to at any quality a camera or tool writes.
+    const MAX_FILE: u64 = 256 << 20;
+
+    /// A JPEG decoder, and the most pixels it was opened to decode.
+    type Opened = (u64, ffmpeg::decoder::Video);
+
+    thread_local! {
+        /// This decode thread's JPEG decoder, opened on first use.
+        static DECODER: RefCell<Option<Opened>> = const { RefCell::new(None) };
+    }
+
+    /// Decodes `path` into planes of the Y'CbCr format `expected` says
+    /// (a file whose layout differs is refused: a sequence's frames all
+    /// share the format of its texture).
+    pub fn decode(path: &Path, expected: &FrameInfo) -> Result<Frame, PlayError> {
+        let bytes = read(path)?;
+        // A file whose header grew since the sequence was opened is
+        // refused by the decoder before it allocates the picture.
+        let pixels = u64::from(expected.width) * u64::from(expected.height);
+        let decoded = DECODER
+            .with_borrow_mut(|slot| decode_bytes(slot, &bytes, pixels))
+            .map_err(|reason| PlayError::Decode {
+                path: path.to_owned(),
+                reason,
+            })?;
+        let mut info = held::describe(&decoded).map_err(|reason| PlayError::Decode {
+            path: path.to_owned(),
+            reason,
+        })?;
+        if let Some(yuv) = info.yuv.as_mut() {
+            // JFIF's matrix, whatever the decoder tags (it tags none).
+            yuv.matrix = crate::yuv::Matrix::Bt601;
+            yuv.siting = crate::yuv::Siting::Center;
+        }
+        super::super::check_size(path, expected, &info)?;
+        if info.yuv != expected.yuv {
+            return Err(PlayError::Unsupported {
+                path: path.to_owned(),
+                reason: format!(
+                    "its planes are {:?}, the sequence's {:?}: the file changed since it was opened",
+                    info.yuv.map(|y| y.chroma),
+                    expected.yuv.map(|y| y.chroma)
+                ),
+            });
+        }
+        held::hold(&decoded, info).map_err(|reason| PlayError::Decode {
+            path: path.to_owned(),
+            reason,
+        })
+    }
+
+    /// The whole file, its size bounded before anything is allocated.
+    fn read(path: &Path) -> Result<Vec<u8>, PlayError> {
+        let io = |e: std::io::Error| PlayError::Io {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        if len > MAX_FILE {
+            return Err(PlayError::Unsupported {
+                path: path.to_owned(),
+                reason: format!("a JPEG of {len} bytes; the player reads at most {MAX_FILE}"),
+            });
+        }
+        let mut bytes = Vec::with_capacity(len as usize);
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_FILE), &mut bytes)
+            .map_err(io)?;
+        Ok(bytes)
+    }
+
+    /// One picture of at most `pixels` from the JPEG in `bytes`, through
+    /// this thread's decoder (opened into `slot` when there is none or it
+    /// was opened for another size; dropped after a failure, so the next
+    /// file starts from a clean one).
+    fn decode_bytes(
+        slot: &mut Option<Opened>,
+        bytes: &[u8],
+        pixels: u64,
+    ) -> Result<ffmpeg::frame::Video, String> {
+        if slot.as_ref().is_none_or(|(max, _)| *max != pixels) {
+            *slot = Some((pixels, open(pixels)?));
+        }
+        let Some((_, decoder)) = slot else {
+            unreachable!("opened above")
+        };
+        let mut frame = ffmpeg::frame::Video::empty();
+        let got = decoder
+            .send_packet(&ffmpeg::Packet::copy(bytes))
+            .and_then(|()| decoder.receive_frame(&mut frame));
+        if let Err(e) = got {
+            *slot = None;
+            return Err(format!("the JPEG decoder: {e}"));
+        }
+        Ok(frame)
+    }
+
+    /// FFmpeg's JPEG decoder on one thread (the player decodes files on
+    /// several at once), refusing pictures of more than `pixels`.
+    fn open(pixels: u64) -> Result<ffmpeg::decoder::Video, String> {
+        super::super::movie::init();
+        let codec = ffmpeg::decoder::find(ffmpeg::codec::Id::MJPEG)
+            .ok_or("this FFmpeg has no JPEG decoder")?;
+        let mut context = ffmpeg::codec::Context::new_with_codec(codec);
+        context.set_threading(ffmpeg::codec::threading::Config {
+            kind: ffmpeg::codec::threading::Type::Frame,
+            count: 1,
+            ..Default::default()
+        });
+        let mut options = ffmpeg::Dictionary::new();
+        options.set("max_pixels", &pixels.to_string());
+        context
+            .decoder()
+            .open_as_with(codec, options)
+            .and_then(|opened| opened.video())
+            .map_err(|e| format!("cannot open the JPEG decoder: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    /// A JPEG's start, an optional Adobe segment, and a frame header of
+    /// `components` (id, sampling factors) at `precision` bits.
+    fn header(precision: u8, components: &[(u8, u8)], adobe: Option<u8>) -> Vec<u8> {
+        let mut b = vec![0xff, 0xd8];
+        // A JFIF segment, skipped by its length.
+        b.extend([0xff, 0xe0, 0, 16]);
+        b.extend(b"JFIF\0\x01\x01\0\0\x01\0\x01\0\0");
+        if let Some(transform) = adobe {
+            b.extend([0xff, 0xee, 0, 14]);
+            b.extend(b"Adobe\0\x64\0\0\0\0");
+            b.push(transform);
+        }
+        let len = 8 + 3 * components.len() as u16;
+        b.extend([0xff, 0xc0]);
+        b.extend(len.to_be_bytes());
+        b.extend([precision, 0, 16, 0, 16, components.len() as u8]);
+        for &(id, factors) in components {
+            b.extend([id, factors, 0]);
+        }
+        b.extend([0xff, 0xda]);
+        b
+    }
+
+    fn chroma_of(bytes: Vec<u8>) -> Option<Chroma> {
+        read_layout(&mut Cursor::new(bytes))
+    }
+
+    #[test]
+    fn the_subsampling_is_read_from_the_frame_header() {
+        let ycc = |y| header(8, &[(1, y), (2, 0x11), (3, 0x11)], None);
+        assert_eq!(chroma_of(ycc(0x22)), Some(Chroma::S420));
+        assert_eq!(chroma_of(ycc(0x21)), Some(Chroma::S422));
+        assert_eq!(chroma_of(ycc(0x11)), Some(Chroma::S444));
+        // Factors are relative: every component 1x2 is 4:4:4, luma 2x2
+        // against chroma 1x2 is 4:2:2.
+        let relative = |y, c| header(8, &[(1, y), (2, c), (3, c)], None);
+        assert_eq!(chroma_of(relative(0x12, 0x12)), Some(Chroma::S444));
+        assert_eq!(chroma_of(relative(0x22, 0x12)), Some(Chroma::S422));
+        assert_eq!(chroma_of(relative(0x44, 0x22)), Some(Chroma::S420));
+        // An Adobe segment that says Y'CbCr (transform 1) changes nothing.
+        let adobe_ycc = header(8, &[(1, 0x22), (2, 0x11), (3, 0x11)], Some(1));
+        assert_eq!(chroma_of(adobe_ycc), Some(Chroma::S420));
+    }
+
+    #[test]
+    fn jpegs_of_other_kinds_are_not_taken_as_planes() {
+        // 4:1:1, 4:4:0, Cb and Cr sampled differently, luma not a whole
+        // multiple of chroma, a zero factor, 12 bits, grey, CMYK.
+        for bytes in [
+            header(8, &[(1, 0x41), (2, 0x11), (3, 0x11)], None),
+            header(8, &[(1, 0x12), (2, 0x11), (3, 0x11)], None),
+            header(8, &[(1, 0x22), (2, 0x21), (3, 0x11)], None),
+            header(8, &[(1, 0x32), (2, 0x21), (3, 0x21)], None),
+            header(8, &[(1, 0x22), (2, 0x01), (3, 0x01)], None),
+            header(12, &[(1, 0x22), (2, 0x11), (3, 0x11)], None),
+            header(8, &[(1, 0x11)], None),
+            header(8, &[(1, 0x11), (2, 0x11), (3, 0x11), (4, 0x11)], None),
+            // RGB: by Adobe's transform 0, or by component ids.
+            header(8, &[(1, 0x11), (2, 0x11), (3, 0x11)], Some(0)),
+            header(8, &[(b'R', 0x11), (b'G', 0x11), (b'B', 0x11)], None),
+        ] {
+            assert_eq!(chroma_of(bytes), None);
+        }
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_header_is_not_planes_and_never_reads_past_the_end() {
+        let good = header(8, &[(1, 0x22), (2, 0x11), (3, 0x11)], None);
+        // Cut anywhere before the frame header ends.
+        for cut in 0..good.len() - 2 {
+            assert_eq!(chroma_of(good[..cut].to_vec()), None, "cut at {cut}");
+        }
+        // Not a JPEG; a segment length below its own two bytes; a scan
+        // before any frame header.
+        assert_eq!(chroma_of(b"\x89PNG\r\n\x1a\n".to_vec()), None);
+        assert_eq!(chroma_of(vec![0xff, 0xd8, 0xff, 0xe0, 0, 1]), None);
+        assert_eq!(chroma_of(vec![0xff, 0xd8, 0xff, 0xda, 0, 2]), None);
+    }
+}

@@ -1,0 +1,139 @@
+//! JPEG sequences written by the `ffmpeg` command go to the GPU as the
+//! Y'CbCr planes the files hold (4:2:0, 4:2:2, 4:4:4), decoded by FFmpeg
+//! and converted in the render pass, and draw as FFmpeg's own RGB
+//! conversion of each file within 2 code values inside the pattern's
+//! blocks. A sequence whose files differ in subsampling, or played with a
+//! texture format asked for, goes up as RGB texels as before. Without the
+//! `ffmpeg` command, each test says SKIPPED.
+
+#![cfg(feature = "video")]
+
+// Its movie writer is not needed here.
+#[allow(dead_code)]
+mod support;
+
+use stagehand_play::FormatChoice;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::{ffmpeg, has_ffmpeg, options, pattern, run, temp_dir, worst_inside_blocks};
+
+const SIZE: (u32, u32) = (320, 240);
+
+/// Writes `count` JPEGs of the pattern in `pix_fmt` into `dir`, numbered
+/// from `first` (`f.0001.jpg`, ...).
+fn jpegs(dir: &Path, pix_fmt: &str, first: u32, count: u32) {
+    let source = format!(
+        "color=black:size={}x{}:rate=24,format={pix_fmt},{}",
+        SIZE.0,
+        SIZE.1,
+        pattern(1)
+    );
+    ffmpeg(
+        &format!(
+            "-f lavfi -i {source} -frames:v {count} -q:v 2 -pix_fmt {pix_fmt} -start_number {first}"
+        ),
+        &dir.join("f.%04d.jpg"),
+    );
+}
+
+/// FFmpeg's own RGB conversion of one JPEG: tightly packed RGB8.
+fn reference(path: &Path) -> Vec<u8> {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(path)
+        .args(["-sws_flags", "accurate_rnd+full_chroma_int"])
+        .args(["-pix_fmt", "rgb24", "-f", "rawvideo", "-"])
+        .output()
+        .expect("ffmpeg runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn file(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("f.{:04}.jpg", n + 1))
+}
+
+#[test]
+fn a_jpeg_sequence_goes_up_as_its_ycbcr_planes_and_draws_as_ffmpeg_converts_it() {
+    if !has_ffmpeg("JPEG planes") {
+        return;
+    }
+    for (pix_fmt, chroma) in [
+        ("yuvj420p", "4:2:0"),
+        ("yuvj422p", "4:2:2"),
+        ("yuvj444p", "4:4:4"),
+    ] {
+        let dir = temp_dir(&format!("jpeg-{pix_fmt}"));
+        jpegs(&dir, pix_fmt, 1, 4);
+        let summary = run(&options(&dir, SIZE, vec![0, 1, 2, 3])).unwrap();
+        assert_eq!(summary.frames.shown, 4, "{summary:?}");
+        assert_eq!(
+            summary.format.texture,
+            wgpu::TextureFormat::R8Unorm,
+            "{pix_fmt}"
+        );
+        let source = serde_json::to_value(summary.format.source).unwrap();
+        assert_eq!(source["yuv"]["chroma"], chroma, "{source}");
+        assert_eq!(source["yuv"]["matrix"], "bt601", "{source}");
+        assert_eq!(source["yuv"]["range"], "full", "{source}");
+        // No frame buffer of the player's: the frames stay in the
+        // decoder's planes.
+        assert!(summary.frame_buffers.is_none(), "{summary:?}");
+        for saved in &summary.saved {
+            let want = reference(&file(&dir, saved.tick));
+            let (worst, compared) = worst_inside_blocks(&saved.rgba, &want, SIZE);
+            assert!(compared > (SIZE.0 * SIZE.1 / 2) as usize);
+            assert!(
+                worst.0 <= 2,
+                "{pix_fmt}: frame {}: off by {} at ({}, {})",
+                saved.tick,
+                worst.0,
+                worst.1,
+                worst.2
+            );
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+#[test]
+fn a_jpeg_sequence_whose_files_differ_in_subsampling_goes_up_as_rgb() {
+    if !has_ffmpeg("JPEG mixed subsampling") {
+        return;
+    }
+    let dir = temp_dir("jpeg-mixed");
+    jpegs(&dir, "yuvj420p", 1, 2);
+    jpegs(&dir, "yuvj444p", 3, 2);
+    let summary = run(&options(&dir, SIZE, vec![1, 2])).unwrap();
+    assert_eq!(summary.frames.shown, 4, "{summary:?}");
+    assert_eq!(summary.format.texture, wgpu::TextureFormat::Rgba8Unorm);
+    assert_eq!(summary.format.source.yuv, None);
+    assert_eq!(summary.format.source.channels, 3);
+    // Decoded to RGB by another decoder: the pattern, near enough.
+    for saved in &summary.saved {
+        let want = reference(&file(&dir, saved.tick));
+        let (worst, _) = worst_inside_blocks(&saved.rgba, &want, SIZE);
+        assert!(worst.0 <= 4, "frame {}: off by {}", saved.tick, worst.0);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_texture_format_asked_for_keeps_a_jpeg_sequence_rgb() {
+    if !has_ffmpeg("JPEG with --format") {
+        return;
+    }
+    let dir = temp_dir("jpeg-format");
+    jpegs(&dir, "yuvj420p", 1, 2);
+    let mut o = options(&dir, SIZE, vec![]);
+    o.format = FormatChoice::Rgba16f;
+    let summary = run(&o).unwrap();
+    assert_eq!(summary.frames.shown, 2, "{summary:?}");
+    assert_eq!(summary.format.texture, wgpu::TextureFormat::Rgba16Float);
+    assert_eq!(summary.format.source.yuv, None);
+    let _ = std::fs::remove_dir_all(dir);
+}
