@@ -122,6 +122,32 @@ fn a_jpeg_sequence_whose_files_differ_in_subsampling_goes_up_as_rgb() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// FFmpeg writes limited-range JPEGs with a "CS=ITU601" comment, and its
+/// decoder then gives limited-range planes: such a sequence goes up as RGB
+/// (it was refused, every file "changed since it was opened").
+#[test]
+fn a_jpeg_sequence_marked_as_video_range_goes_up_as_rgb() {
+    if !has_ffmpeg("JPEG in video range") {
+        return;
+    }
+    let dir = temp_dir("jpeg-itu601");
+    ffmpeg(
+        &format!(
+            "-f lavfi -i color=black:size={}x{}:rate=24,format=yuv420p,{} -frames:v 2 -q:v 2 \
+             -pix_fmt yuv420p -strict -1",
+            SIZE.0,
+            SIZE.1,
+            pattern(1)
+        ),
+        &dir.join("f.%04d.jpg"),
+    );
+    let summary = run(&options(&dir, SIZE, vec![])).unwrap();
+    assert_eq!(summary.frames.shown, 2, "{summary:?}");
+    assert_eq!(summary.format.texture, wgpu::TextureFormat::Rgba8Unorm);
+    assert_eq!(summary.format.source.yuv, None);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn a_texture_format_asked_for_keeps_a_jpeg_sequence_rgb() {
     if !has_ffmpeg("JPEG with --format") {

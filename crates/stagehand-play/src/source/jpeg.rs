@@ -13,8 +13,9 @@
 //! [`layout`] reads a file's frame header (no pixel decoded) and says
 //! whether it is planes this path takes: three components, Y'CbCr (not an
 //! Adobe RGB one), 8 bits, luma sampled 1x1, 2x1 or 2x2 against chroma
-//! (4:4:4, 4:2:2, 4:2:0). Anything else (grey, CMYK, 4:1:1, 12-bit) goes
-//! through the `image` crate as before. The planes are decoded by FFmpeg's
+//! (4:4:4, 4:2:2, 4:2:0), and not marked as Motion-JPEG's video range
+//! (which FFmpeg's decoder honours). Anything else (grey, CMYK, 4:1:1,
+//! 12-bit, video range) goes through the `image` crate as before. The planes are decoded by FFmpeg's
 //! JPEG decoder (feature `video`), the frame holding the decoder's buffers
 //! with no copy ([`Pixels::Planes`](super::Pixels)).
 
@@ -100,6 +101,17 @@ fn read_layout(r: &mut (impl Read + Seek)) -> Option<Chroma> {
                 let mut app = vec![0u8; body];
                 r.read_exact(&mut app).ok()?;
                 adobe_rgb = app.len() >= 12 && app.starts_with(b"Adobe") && app[11] == 0;
+            }
+            // Motion-JPEG's marks of video range (an AVI1 segment, a
+            // "CS=ITU601" comment): FFmpeg's decoder then gives limited
+            // range planes, not JPEG's full range; the `image` crate's
+            // path reads them as before.
+            0xe0 | 0xfe => {
+                let mut segment = vec![0u8; body];
+                r.read_exact(&mut segment).ok()?;
+                if segment.starts_with(b"AVI1") || segment.starts_with(b"CS=ITU601") {
+                    return None;
+                }
             }
             _ => {
                 r.seek(SeekFrom::Current(i64::try_from(body).ok()?)).ok()?;
@@ -188,8 +200,7 @@ pub(super) mod planes {
                 path: path.to_owned(),
                 reason: format!(
                     "its planes are {:?}, the sequence's {:?}: the file changed since it was opened",
-                    info.yuv.map(|y| y.chroma),
-                    expected.yuv.map(|y| y.chroma)
+                    info.yuv, expected.yuv
                 ),
             });
         }
@@ -295,6 +306,18 @@ mod tests {
         b
     }
 
+    /// A 4:2:0 JPEG's header with a segment `kind` holding `body` after
+    /// its start.
+    fn with_segment(kind: u8, body: &[u8]) -> Vec<u8> {
+        let plain = header(8, &[(1, 0x22), (2, 0x11), (3, 0x11)], None);
+        let mut b = plain[..2].to_vec();
+        b.extend([0xff, kind]);
+        b.extend((body.len() as u16 + 2).to_be_bytes());
+        b.extend(body);
+        b.extend(&plain[2..]);
+        b
+    }
+
     fn chroma_of(bytes: Vec<u8>) -> Option<Chroma> {
         read_layout(&mut Cursor::new(bytes))
     }
@@ -314,6 +337,11 @@ mod tests {
         // An Adobe segment that says Y'CbCr (transform 1) changes nothing.
         let adobe_ycc = header(8, &[(1, 0x22), (2, 0x11), (3, 0x11)], Some(1));
         assert_eq!(chroma_of(adobe_ycc), Some(Chroma::S420));
+        // Any other comment changes nothing either.
+        assert_eq!(
+            chroma_of(with_segment(0xfe, b"Lavc59.37.100")),
+            Some(Chroma::S420)
+        );
     }
 
     #[test]
@@ -329,6 +357,9 @@ mod tests {
             header(12, &[(1, 0x22), (2, 0x11), (3, 0x11)], None),
             header(8, &[(1, 0x11)], None),
             header(8, &[(1, 0x11), (2, 0x11), (3, 0x11), (4, 0x11)], None),
+            // Video range, by a comment or an AVI1 segment.
+            with_segment(0xfe, b"CS=ITU601"),
+            with_segment(0xe0, b"AVI1\0\0\0\0\0\0\0\0\0\0"),
             // RGB: by Adobe's transform 0, or by component ids.
             header(8, &[(1, 0x11), (2, 0x11), (3, 0x11)], Some(0)),
             header(8, &[(b'R', 0x11), (b'G', 0x11), (b'B', 0x11)], None),
