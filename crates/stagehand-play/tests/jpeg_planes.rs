@@ -1,7 +1,7 @@
 //! JPEG sequences written by the `ffmpeg` command go to the GPU as the
 //! Y'CbCr planes the files hold (4:2:0, 4:2:2, 4:4:4), decoded by FFmpeg
 //! and converted in the render pass, and draw as FFmpeg's own RGB
-//! conversion of each file within 2 code values inside the pattern's
+//! conversion of each file within 3 code values inside the pattern's
 //! blocks. A sequence whose files differ in subsampling, or played with a
 //! texture format asked for, goes up as RGB texels as before. Without the
 //! `ffmpeg` command, each test says SKIPPED.
@@ -22,10 +22,16 @@ const SIZE: (u32, u32) = (320, 240);
 /// Writes `count` JPEGs of the pattern in `pix_fmt` into `dir`, numbered
 /// from `first` (`f.0001.jpg`, ...).
 fn jpegs(dir: &Path, pix_fmt: &str, first: u32, count: u32) {
+    jpegs_of(dir, SIZE, pix_fmt, first, count);
+}
+
+/// [`jpegs`] of `size` (drawn at full chroma resolution, which keeps an
+/// odd size, then subsampled as `pix_fmt` says).
+fn jpegs_of(dir: &Path, size: (u32, u32), pix_fmt: &str, first: u32, count: u32) {
     let source = format!(
-        "color=black:size={}x{}:rate=24,format={pix_fmt},{}",
-        SIZE.0,
-        SIZE.1,
+        "color=black:size={}x{}:rate=24,format=yuvj444p,{}",
+        size.0,
+        size.1,
         pattern(1)
     );
     ffmpeg(
@@ -62,14 +68,17 @@ fn a_jpeg_sequence_goes_up_as_its_ycbcr_planes_and_draws_as_ffmpeg_converts_it()
     if !has_ffmpeg("JPEG planes") {
         return;
     }
-    for (pix_fmt, chroma) in [
-        ("yuvj420p", "4:2:0"),
-        ("yuvj422p", "4:2:2"),
-        ("yuvj444p", "4:4:4"),
+    // An odd size too: partial blocks at the right and bottom edges, and
+    // chroma planes of half a pixel more.
+    for (pix_fmt, chroma, size) in [
+        ("yuvj420p", "4:2:0", SIZE),
+        ("yuvj422p", "4:2:2", SIZE),
+        ("yuvj444p", "4:4:4", SIZE),
+        ("yuvj420p", "4:2:0", (321, 241)),
     ] {
-        let dir = temp_dir(&format!("jpeg-{pix_fmt}"));
-        jpegs(&dir, pix_fmt, 1, 4);
-        let summary = run(&options(&dir, SIZE, vec![0, 1, 2, 3])).unwrap();
+        let dir = temp_dir(&format!("jpeg-{pix_fmt}-{}", size.0));
+        jpegs_of(&dir, size, pix_fmt, 1, 4);
+        let summary = run(&options(&dir, size, vec![0, 1, 2, 3])).unwrap();
         assert_eq!(summary.frames.shown, 4, "{summary:?}");
         assert_eq!(
             summary.format.texture,
@@ -85,10 +94,14 @@ fn a_jpeg_sequence_goes_up_as_its_ycbcr_planes_and_draws_as_ffmpeg_converts_it()
         assert!(summary.frame_buffers.is_none(), "{summary:?}");
         for saved in &summary.saved {
             let want = reference(&file(&dir, saved.tick));
-            let (worst, compared) = worst_inside_blocks(&saved.rgba, &want, SIZE);
-            assert!(compared > (SIZE.0 * SIZE.1 / 2) as usize);
+            let (worst, compared) = worst_inside_blocks(&saved.rgba, &want, size);
+            assert!(compared > (size.0 * size.1 / 2) as usize);
+            // JPEG's chroma is lossy and rings near block edges, where the
+            // player's bilinear chroma and FFmpeg's converter part by up to
+            // 3 code values (at 321x241); a wrong matrix or range moves
+            // these saturated colours by more.
             assert!(
-                worst.0 <= 2,
+                worst.0 <= 3,
                 "{pix_fmt}: frame {}: off by {} at ({}, {})",
                 saved.tick,
                 worst.0,

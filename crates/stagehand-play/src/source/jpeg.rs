@@ -177,8 +177,12 @@ pub(super) mod planes {
     pub fn decode(path: &Path, expected: &FrameInfo) -> Result<Frame, PlayError> {
         let bytes = read(path)?;
         // A file whose header grew since the sequence was opened is
-        // refused by the decoder before it allocates the picture.
-        let pixels = u64::from(expected.width) * u64::from(expected.height);
+        // refused by the decoder before it allocates the picture. The
+        // decoder checks sizes padded to its blocks and its row alignment
+        // (a 321-pixel row is checked as 384): a block of 64 more a side
+        // covers both.
+        let padded = |side: u32| (u64::from(side.div_ceil(64)) + 1) * 64;
+        let pixels = padded(expected.width) * padded(expected.height);
         let decoded = DECODER
             .with_borrow_mut(|slot| decode_bytes(slot, &bytes, pixels))
             .map_err(|reason| PlayError::Decode {

@@ -57,10 +57,11 @@ pub fn pattern(scale: u32) -> String {
     )
 }
 
-/// Whether pixel (x, y) of a `w` x `h` picture is at least 4 pixels from
-/// every edge between blocks of the [`pattern`].
+/// Whether pixel (x, y) of a `w` x `h` picture is more than 4 pixels from
+/// every edge between blocks of the [`pattern`] (at an odd size an edge
+/// falls a pixel after `w / 4` or `h / 8`: 4 on either side covers it).
 fn inside_a_block(x: u32, y: u32, w: u32, h: u32) -> bool {
-    let near = |v: u32, edge: u32| v.abs_diff(edge) < 4 || v + 1 == edge;
+    let near = |v: u32, edge: u32| v.abs_diff(edge) <= 4;
     let columns = (1..4).map(|k| k * w / 4);
     !columns.into_iter().any(|e| near(x, e)) && !near(y, h / 8) && !near(y, h / 2)
 }
