@@ -176,3 +176,62 @@ fn a_texture_format_asked_for_keeps_a_jpeg_sequence_rgb() {
     assert_eq!(summary.format.source.yuv, None);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `bytes` of a JPEG without its Huffman-table segments (as Motion-JPEG
+/// frames come: the decoder then takes the standard tables).
+fn without_huffman_tables(bytes: &[u8]) -> Vec<u8> {
+    let mut out = bytes[..2].to_vec();
+    let mut at = 2;
+    while at + 4 <= bytes.len() && bytes[at] == 0xff && bytes[at + 1] != 0xda {
+        let len = usize::from(u16::from_be_bytes([bytes[at + 2], bytes[at + 3]]));
+        if bytes[at + 1] != 0xc4 {
+            out.extend(&bytes[at..at + 2 + len]);
+        }
+        at += 2 + len;
+    }
+    out.extend(&bytes[at..]);
+    out
+}
+
+/// One decoder per file: what a file's segments set in FFmpeg's decoder
+/// (here its Huffman tables) never reaches the next file. The first file
+/// carries tables made for its own picture; the second none, so it must
+/// be read with the standard ones, as FFmpeg reads it alone. One decode
+/// thread, so the same thread decodes both.
+#[test]
+fn what_one_jpeg_sets_in_the_decoder_does_not_reach_the_next() {
+    if !has_ffmpeg("JPEG decoder state") {
+        return;
+    }
+    let dir = temp_dir("jpeg-tables");
+    let source = format!(
+        "color=black:size={}x{}:rate=24,format=yuvj444p,{}",
+        SIZE.0,
+        SIZE.1,
+        pattern(1)
+    );
+    let write = |n: u32, huffman: &str| {
+        ffmpeg(
+            &format!(
+                "-f lavfi -i {source} -vf select=eq(n\\,{n}) -frames:v 1 -q:v 2 \
+                 -pix_fmt yuvj420p -huffman {huffman}"
+            ),
+            &file(&dir, u64::from(n)),
+        );
+    };
+    write(0, "optimal");
+    write(1, "default");
+    let second = file(&dir, 1);
+    let stripped = without_huffman_tables(&std::fs::read(&second).unwrap());
+    std::fs::write(&second, stripped).unwrap();
+    let mut o = options(&dir, SIZE, vec![0, 1]);
+    o.threads = 1;
+    let summary = run(&o).unwrap();
+    assert_eq!(summary.format.texture, wgpu::TextureFormat::R8Unorm);
+    for saved in &summary.saved {
+        let want = reference(&file(&dir, saved.tick));
+        let (worst, _) = worst_inside_blocks(&saved.rgba, &want, SIZE);
+        assert!(worst.0 <= 3, "frame {}: off by {}", saved.tick, worst.0);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -14,22 +14,23 @@
 //! which draws each frame again; what stays is a frame 2.7 times smaller
 //! in the cache and in every upload.
 //!
-//! [`layout`] reads a file's frame header (no pixel decoded) and says
-//! whether it is planes this path takes: three components, Y'CbCr (not an
-//! Adobe RGB one), 8 bits, luma sampled 1x1, 2x1 or 2x2 against chroma
-//! (4:4:4, 4:2:2, 4:2:0), and not marked as Motion-JPEG's video range
-//! (which FFmpeg's decoder honours). Anything else (grey, CMYK, 4:1:1,
-//! 12-bit, video range) goes through the `image` crate as before. The
-//! planes are decoded by FFmpeg's JPEG decoder (feature `video`), the
-//! frame holding the decoder's buffers with no copy
-//! ([`Pixels::Planes`](super::Pixels)).
+//! [`layout`] reads a file's segments up to its first scan (no pixel
+//! decoded) and says whether it is planes this path takes: three
+//! components, Y'CbCr, 8 bits, sampling factors of 1 and 2 with luma
+//! sampled 1x1, 2x1 or 2x2 against chroma (4:4:4, 4:2:2, 4:2:0), and no
+//! segment that makes FFmpeg's decoder give anything else (Adobe's RGB
+//! transform, a video-range or bottom-up comment, 9-bit lossless).
+//! Anything else (grey, CMYK, 4:1:1, 12-bit, those segments) goes through
+//! the `image` crate as before. The planes are decoded by FFmpeg's JPEG
+//! decoder (feature `video`), a decoder for each file, the frame holding
+//! the decoder's buffers with no copy ([`Pixels::Planes`](super::Pixels)).
 
 use crate::PlayError;
 use crate::yuv::{Chroma, Matrix, Range, Siting, Yuv};
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{BufReader, Read};
 use std::path::Path;
 
-/// How far into a file the frame header is looked for: metadata segments
+/// How far into a file its first scan is looked for: metadata segments
 /// (EXIF, ICC profiles, thumbnails) come first and may be large; a file
 /// whose frame header lies further goes through the `image` crate.
 const HEADER_WITHIN: u64 = 16 << 20;
@@ -58,70 +59,91 @@ pub fn yuv(chroma: Chroma) -> Yuv {
     }
 }
 
-/// Walks the markers of a JPEG up to its frame header; the subsampling of
-/// a three-component 8-bit Y'CbCr frame, else `None`.
-fn read_layout(r: &mut (impl Read + Seek)) -> Option<Chroma> {
+/// Walks the marker segments of a JPEG up to its first scan; the
+/// subsampling of a three-component 8-bit Y'CbCr frame whose segments ask
+/// FFmpeg's decoder for nothing else, else `None`. Every segment before
+/// the scan is read, not only those before the frame header: a comment or
+/// an application segment after it still changes how FFmpeg decodes.
+fn read_layout(r: &mut impl Read) -> Option<Chroma> {
     let mut marker = [0u8; 2];
     r.read_exact(&mut marker).ok()?;
     if marker != [0xff, 0xd8] {
         return None;
     }
-    let mut adobe_rgb = false;
+    let (mut read, mut chroma, mut other) = (2u64, None, false);
     loop {
-        if r.stream_position().ok()? > HEADER_WITHIN {
+        if read > HEADER_WITHIN {
             return None;
         }
-        r.read_exact(&mut marker).ok()?;
-        if marker[0] != 0xff {
-            return None;
-        }
-        let kind = marker[1];
+        let kind = next_marker(r, &mut read)?;
         match kind {
-            // Fill bytes before a marker.
-            0xff => {
-                r.seek(SeekFrom::Current(-1)).ok()?;
-                continue;
-            }
             // Markers without a length.
             0x01 | 0xd0..=0xd7 => continue,
-            // The image ended, or its scan began, before a frame header.
-            0xd9 | 0xda => return None,
+            // The first scan: everything that decides the decode is known.
+            0xda => return chroma.filter(|_| !other),
+            // The image ended before a scan.
+            0xd9 => return None,
             _ => {}
         }
         let mut len = [0u8; 2];
         r.read_exact(&mut len).ok()?;
-        let body = usize::from(u16::from_be_bytes(len)).checked_sub(2)?;
+        let body = u64::from(u16::from_be_bytes(len)).checked_sub(2)?;
+        read += 2 + body;
         match kind {
             // Baseline, extended and progressive Huffman-coded frames:
             // what FFmpeg's decoder reads.
             0xc0..=0xc2 => {
-                let mut sof = vec![0u8; body];
-                r.read_exact(&mut sof).ok()?;
-                return (!adobe_rgb).then(|| frame_chroma(&sof)).flatten();
+                let sof = segment(r, body)?;
+                chroma = chroma.or(Some(frame_chroma(&sof)?));
             }
             // Any other frame kind (lossless, arithmetic-coded).
             0xc3 | 0xc5..=0xc7 | 0xc9..=0xcb | 0xcd..=0xcf => return None,
-            // Adobe's segment: transform 0 means the components are RGB.
-            0xee => {
-                let mut app = vec![0u8; body];
-                r.read_exact(&mut app).ok()?;
-                adobe_rgb = app.len() >= 12 && app.starts_with(b"Adobe") && app[11] == 0;
-            }
-            // Motion-JPEG's marks of video range (an AVI1 segment, a
-            // "CS=ITU601" comment): FFmpeg's decoder then gives limited
-            // range planes, not JPEG's full range; the `image` crate's
-            // path reads them as before.
-            0xe0 | 0xfe => {
-                let mut segment = vec![0u8; body];
-                r.read_exact(&mut segment).ok()?;
-                if segment.starts_with(b"AVI1") || segment.starts_with(b"CS=ITU601") {
-                    return None;
-                }
-            }
+            // Application segments and comments FFmpeg's decoder acts on.
+            0xe0..=0xef | 0xfe => other |= asks_otherwise(kind, &segment(r, body)?),
             _ => {
-                r.seek(SeekFrom::Current(i64::try_from(body).ok()?)).ok()?;
+                std::io::copy(&mut r.by_ref().take(body), &mut std::io::sink()).ok()?;
             }
         }
+    }
+}
+
+/// The kind of the next marker, past any fill bytes; `read` counts the
+/// bytes taken.
+fn next_marker(r: &mut impl Read, read: &mut u64) -> Option<u8> {
+    let mut byte = [0u8; 1];
+    r.read_exact(&mut byte).ok()?;
+    *read += 1;
+    if byte[0] != 0xff {
+        return None;
+    }
+    loop {
+        r.read_exact(&mut byte).ok()?;
+        *read += 1;
+        if byte[0] != 0xff {
+            return Some(byte[0]);
+        }
+        if *read > HEADER_WITHIN {
+            return None;
+        }
+    }
+}
+
+/// A segment's `len` bytes (at most 65533: a length is 16 bits).
+fn segment(r: &mut impl Read, len: u64) -> Option<Vec<u8>> {
+    let mut body = vec![0u8; usize::try_from(len).ok()?];
+    r.read_exact(&mut body).ok()?;
+    Some(body)
+}
+
+/// Whether segment `kind` with `body` makes FFmpeg's decoder give other
+/// than full-range Y'CbCr as the file's frame header describes it: Adobe's
+/// segment with transform 0 (RGB components; FFmpeg reads it from any
+/// application segment), a `CS=ITU601` comment (video range), a Metasoft
+/// comment (rows bottom up), Pegasus' lossless segment (9-bit samples).
+fn asks_otherwise(kind: u8, body: &[u8]) -> bool {
+    match kind {
+        0xfe => body.starts_with(b"CS=ITU601") || body.starts_with(b"Metasoft MJPEG Codec"),
+        _ => (body.starts_with(b"Adobe") && body.get(11) == Some(&0)) || body.starts_with(b"LJIF"),
     }
 }
 
@@ -143,7 +165,9 @@ fn frame_chroma(sof: &[u8]) -> Option<Chroma> {
     }
     let factors = |c: usize| (spec[c * 3 + 1] >> 4, spec[c * 3 + 1] & 0x0f);
     let ((hy, vy), (hc, vc)) = (factors(0), factors(1));
-    if factors(2) != (hc, vc) || hc == 0 || vc == 0 || hy % hc != 0 || vy % vc != 0 {
+    // Factors of 1 and 2 only: FFmpeg's decoder takes no others.
+    let usable = [hy, vy, hc, vc].iter().all(|f| (1..=2).contains(f));
+    if !usable || factors(2) != (hc, vc) || hy % hc != 0 || vy % vc != 0 {
         return None;
     }
     match (hy / hc, vy / vc) {
@@ -161,20 +185,11 @@ pub(super) mod planes {
     use super::super::{Frame, FrameInfo};
     use crate::PlayError;
     use ffmpeg_next as ffmpeg;
-    use std::cell::RefCell;
     use std::path::Path;
 
     /// Largest JPEG file read whole: 256 MiB, more than a 16-bit 65536
     /// pixel square compresses to at any quality a camera or tool writes.
     const MAX_FILE: u64 = 256 << 20;
-
-    /// A JPEG decoder, and the most pixels it was opened to decode.
-    type Opened = (u64, ffmpeg::decoder::Video);
-
-    thread_local! {
-        /// This decode thread's JPEG decoder, opened on first use.
-        static DECODER: RefCell<Option<Opened>> = const { RefCell::new(None) };
-    }
 
     /// Decodes `path` into planes of the Y'CbCr format `expected` says
     /// (a file whose layout differs is refused: a sequence's frames all
@@ -188,12 +203,10 @@ pub(super) mod planes {
         // covers both.
         let padded = |side: u32| (u64::from(side.div_ceil(64)) + 1) * 64;
         let pixels = padded(expected.width) * padded(expected.height);
-        let decoded = DECODER
-            .with_borrow_mut(|slot| decode_bytes(slot, &bytes, pixels))
-            .map_err(|reason| PlayError::Decode {
-                path: path.to_owned(),
-                reason,
-            })?;
+        let decoded = decode_bytes(&bytes, pixels).map_err(|reason| PlayError::Decode {
+            path: path.to_owned(),
+            reason,
+        })?;
         let mut info = held::describe(&decoded).map_err(|reason| PlayError::Decode {
             path: path.to_owned(),
             reason,
@@ -239,29 +252,16 @@ pub(super) mod planes {
         Ok(bytes)
     }
 
-    /// One picture of at most `pixels` from the JPEG in `bytes`, through
-    /// this thread's decoder (opened into `slot` when there is none or it
-    /// was opened for another size; dropped after a failure, so the next
-    /// file starts from a clean one).
-    fn decode_bytes(
-        slot: &mut Option<Opened>,
-        bytes: &[u8],
-        pixels: u64,
-    ) -> Result<ffmpeg::frame::Video, String> {
-        if slot.as_ref().is_none_or(|(max, _)| *max != pixels) {
-            *slot = Some((pixels, open(pixels)?));
-        }
-        let Some((_, decoder)) = slot else {
-            unreachable!("opened above")
-        };
+    /// One picture of at most `pixels` from the JPEG in `bytes`, through a
+    /// decoder of its own: FFmpeg's keeps what one file's segments set
+    /// (Huffman tables, video range, rows bottom up) for the next.
+    fn decode_bytes(bytes: &[u8], pixels: u64) -> Result<ffmpeg::frame::Video, String> {
+        let mut decoder = open(pixels)?;
         let mut frame = ffmpeg::frame::Video::empty();
-        let got = decoder
+        decoder
             .send_packet(&ffmpeg::Packet::copy(bytes))
-            .and_then(|()| decoder.receive_frame(&mut frame));
-        if let Err(e) = got {
-            *slot = None;
-            return Err(format!("the JPEG decoder: {e}"));
-        }
+            .and_then(|()| decoder.receive_frame(&mut frame))
+            .map_err(|e| format!("the JPEG decoder: {e}"))?;
         Ok(frame)
     }
 
@@ -327,6 +327,28 @@ mod tests {
         b
     }
 
+    /// A 4:2:0 JPEG's header with a segment `kind` holding `body` between
+    /// its frame header and its scan.
+    fn after_frame_header(kind: u8, body: &[u8]) -> Vec<u8> {
+        let plain = header(8, &[(1, 0x22), (2, 0x11), (3, 0x11)], None);
+        let scan = plain.len() - 2;
+        let mut b = plain[..scan].to_vec();
+        b.extend([0xff, kind]);
+        b.extend((body.len() as u16 + 2).to_be_bytes());
+        b.extend(body);
+        b.extend(&plain[scan..]);
+        b
+    }
+
+    /// A 4:2:0 JPEG's header with fill bytes before its first segment.
+    fn fill_before_first_segment() -> Vec<u8> {
+        let plain = header(8, &[(1, 0x22), (2, 0x11), (3, 0x11)], None);
+        let mut b = plain[..2].to_vec();
+        b.extend([0xff, 0xff, 0xff]);
+        b.extend(&plain[2..]);
+        b
+    }
+
     fn chroma_of(bytes: Vec<u8>) -> Option<Chroma> {
         read_layout(&mut Cursor::new(bytes))
     }
@@ -342,15 +364,20 @@ mod tests {
         let relative = |y, c| header(8, &[(1, y), (2, c), (3, c)], None);
         assert_eq!(chroma_of(relative(0x12, 0x12)), Some(Chroma::S444));
         assert_eq!(chroma_of(relative(0x22, 0x12)), Some(Chroma::S422));
-        assert_eq!(chroma_of(relative(0x44, 0x22)), Some(Chroma::S420));
         // An Adobe segment that says Y'CbCr (transform 1) changes nothing.
         let adobe_ycc = header(8, &[(1, 0x22), (2, 0x11), (3, 0x11)], Some(1));
         assert_eq!(chroma_of(adobe_ycc), Some(Chroma::S420));
-        // Any other comment changes nothing either.
-        assert_eq!(
-            chroma_of(with_segment(0xfe, b"Lavc59.37.100")),
-            Some(Chroma::S420)
-        );
+        // Other comments and application segments (a Motion-JPEG AVI1
+        // segment, Adobe's with transform 1), and fill bytes before a
+        // marker, change nothing.
+        for bytes in [
+            with_segment(0xfe, b"Lavc59.37.100"),
+            with_segment(0xe0, b"AVI1\0\0\0\0\0\0\0\0\0\0"),
+            after_frame_header(0xed, b"Adobe\0\x64\0\0\0\0\x01"),
+            fill_before_first_segment(),
+        ] {
+            assert_eq!(chroma_of(bytes), Some(Chroma::S420));
+        }
     }
 
     #[test]
@@ -366,9 +393,18 @@ mod tests {
             header(12, &[(1, 0x22), (2, 0x11), (3, 0x11)], None),
             header(8, &[(1, 0x11)], None),
             header(8, &[(1, 0x11), (2, 0x11), (3, 0x11), (4, 0x11)], None),
-            // Video range, by a comment or an AVI1 segment.
+            // Factors of 4 (FFmpeg's decoder takes 1 and 2 only).
+            header(8, &[(1, 0x44), (2, 0x22), (3, 0x22)], None),
+            header(8, &[(1, 0x41), (2, 0x21), (3, 0x21)], None),
+            // Video range, rows bottom up, 9-bit lossless, RGB by Adobe's
+            // segment in any application segment: before the frame header
+            // or after it.
             with_segment(0xfe, b"CS=ITU601"),
-            with_segment(0xe0, b"AVI1\0\0\0\0\0\0\0\0\0\0"),
+            after_frame_header(0xfe, b"CS=ITU601"),
+            with_segment(0xfe, b"Metasoft MJPEG Codec"),
+            with_segment(0xe8, b"LJIF\0\0"),
+            with_segment(0xed, b"Adobe\0\x64\0\0\0\0\0"),
+            after_frame_header(0xee, b"Adobe\0\x64\0\0\0\0\0"),
             // RGB: by Adobe's transform 0, or by component ids.
             header(8, &[(1, 0x11), (2, 0x11), (3, 0x11)], Some(0)),
             header(8, &[(b'R', 0x11), (b'G', 0x11), (b'B', 0x11)], None),
