@@ -455,12 +455,7 @@ fn no_shared_memory(backend: &str) {
         "--output-size",
         "320x240",
     ];
-    let player = Player::launch(&x, backend, &args);
-    player.wait_for(colour(1002), "paused at --seek 1002");
-    player.key(&["Right"]);
-    player.wait_for(colour(1003), "one step right");
-    player.key(&["q"]);
-    let out = player.finish_ok();
+    let out = one_step_from_1002(Player::launch(&x, backend, &args));
     let _ = std::fs::remove_dir_all(dir);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -474,6 +469,16 @@ on_both_adapters!(
     a_window_on_a_server_without_shared_memory_puts_its_frames_through_the_socket_on_lavapipe,
     a_window_on_a_server_without_shared_memory_puts_its_frames_through_the_socket_on_llvmpipe
 );
+
+/// Checks that `player`, paused at frame 1002, shows it and steps right
+/// to 1003; quits it and returns its output.
+fn one_step_from_1002(player: Player<'_>) -> Output {
+    player.wait_for(colour(1002), "paused at --seek 1002");
+    player.key(&["Right"]);
+    player.wait_for(colour(1003), "one step right");
+    player.key(&["q"]);
+    player.finish_ok()
+}
 
 /// A window's arguments for a player paused at frame `seek`, 480x360.
 fn paused_at(seek: &str) -> [&str; 6] {
@@ -840,12 +845,7 @@ fn named_present_mode(backend: &str) {
     let mut args = vec![dir.to_str().unwrap()];
     args.extend(paused_at("1002"));
     args.extend(["--present-mode", "mailbox", "--json"]);
-    let player = Player::launch(&x, backend, &args);
-    player.wait_for(colour(1002), "paused at --seek 1002");
-    player.key(&["Right"]);
-    player.wait_for(colour(1003), "one step right");
-    player.key(&["q"]);
-    let out = player.finish_ok();
+    let out = one_step_from_1002(Player::launch(&x, backend, &args));
     let _ = std::fs::remove_dir_all(dir);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(

@@ -14,8 +14,9 @@ mod support;
 
 use stagehand_play::FormatChoice;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use support::{ffmpeg, has_ffmpeg, options, pattern, run, temp_dir, worst_inside_blocks};
+use support::{
+    ffmpeg, ffmpeg_raw, has_ffmpeg, options, pattern, run, temp_dir, worst_inside_blocks,
+};
 
 const SIZE: (u32, u32) = (320, 240);
 
@@ -44,19 +45,11 @@ fn jpegs_of(dir: &Path, size: (u32, u32), pix_fmt: &str, first: u32, count: u32)
 
 /// FFmpeg's own RGB conversion of one JPEG: tightly packed RGB8.
 fn reference(path: &Path) -> Vec<u8> {
-    let out = Command::new("ffmpeg")
-        .args(["-v", "error", "-i"])
-        .arg(path)
-        .args(["-sws_flags", "accurate_rnd+full_chroma_int"])
-        .args(["-pix_fmt", "rgb24", "-f", "rawvideo", "-"])
-        .output()
-        .expect("ffmpeg runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    ffmpeg_raw(
+        path,
+        "rgb24",
+        &["-sws_flags", "accurate_rnd+full_chroma_int"],
+    )
 }
 
 fn file(dir: &Path, n: u64) -> PathBuf {

@@ -19,7 +19,8 @@ use stagehand_play::PlayError;
 use std::path::Path;
 use std::process::Command;
 use support::{
-    FPS, ffmpeg, has_ffmpeg, movie, options, pattern, run, run_with, temp_dir, worst_inside_blocks,
+    FPS, ffmpeg, ffmpeg_raw, has_ffmpeg, movie, options, pattern, run, run_with, temp_dir,
+    worst_inside_blocks,
 };
 
 const FRAMES: u64 = 48;
@@ -27,20 +28,10 @@ const FRAMES: u64 = 48;
 /// FFmpeg's own decode of frame `n`, raw in `pix_fmt`, with `options`
 /// given to the output.
 fn ffmpeg_frame(path: &Path, n: u64, pix_fmt: &str, options: &[&str]) -> Vec<u8> {
-    let out = Command::new("ffmpeg")
-        .args(["-v", "error", "-i"])
-        .arg(path)
-        .args(["-vf", &format!("select=eq(n\\,{n})"), "-frames:v", "1"])
-        .args(options)
-        .args(["-pix_fmt", pix_fmt, "-f", "rawvideo", "-"])
-        .output()
-        .expect("ffmpeg runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    let select = format!("select=eq(n\\,{n})");
+    let mut all = vec!["-vf", &select, "-frames:v", "1"];
+    all.extend(options);
+    ffmpeg_raw(path, pix_fmt, &all)
 }
 
 /// FFmpeg's own RGB conversion of frame `n`: tightly packed RGB8.

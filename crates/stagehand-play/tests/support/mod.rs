@@ -57,6 +57,25 @@ pub fn pattern(scale: u32) -> String {
     )
 }
 
+/// FFmpeg's own decode of `path`, raw in `pix_fmt`, with `options` given
+/// to the output (a frame's `select`, the converter's flags).
+#[allow(dead_code)] // the sound tests decode no pictures
+pub fn ffmpeg_raw(path: &Path, pix_fmt: &str, options: &[&str]) -> Vec<u8> {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(path)
+        .args(options)
+        .args(["-pix_fmt", pix_fmt, "-f", "rawvideo", "-"])
+        .output()
+        .expect("ffmpeg runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// Whether pixel (x, y) of a `w` x `h` picture is more than 4 pixels from
 /// every edge between blocks of the [`pattern`] (at an odd size an edge
 /// falls a pixel after `w / 4` or `h / 8`: 4 on either side covers it).
