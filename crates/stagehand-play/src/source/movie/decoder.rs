@@ -52,15 +52,27 @@ pub(super) struct Decoder {
     incoming: ffmpeg::frame::Video,
 }
 
-/// A codec context for `parameters` with threads across every core: one
-/// stream decodes 4K faster than real time only this way (the default is
-/// one thread). Frame threads decode several frames at once, so a frame
-/// comes out a few packets after it goes in; an intra-only movie's frames
-/// split into slices, decoded at once with no such delay, which a player
-/// that skips frames to keep time needs.
+/// How many threads a decoder decodes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Threads {
+    /// The calling thread alone: for a look at the first frame, where
+    /// FFmpeg's frame threads (each with its own context and frame pool)
+    /// would cost more to start and stop than the one frame costs.
+    One,
+    /// Every core: for playback.
+    EveryCore,
+}
+
+/// A codec context for `parameters`. With [`Threads::EveryCore`], threads
+/// across every core: one stream decodes 4K faster than real time only
+/// this way (the default is one thread). Frame threads decode several
+/// frames at once, so a frame comes out a few packets after it goes in;
+/// an intra-only movie's frames split into slices, decoded at once with
+/// no such delay, which a player that skips frames to keep time needs.
 fn threaded_context(
     parameters: ffmpeg::codec::Parameters,
     intra_only: bool,
+    threads: Threads,
 ) -> Result<ffmpeg::codec::Context, String> {
     let slices = intra_only
         && ffmpeg::decoder::find(parameters.id()).is_some_and(|c| {
@@ -69,29 +81,36 @@ fn threaded_context(
         });
     let mut context =
         ffmpeg::codec::Context::from_parameters(parameters).map_err(|e| e.to_string())?;
-    context.set_threading(ffmpeg::codec::threading::Config {
-        kind: if slices {
-            ffmpeg::codec::threading::Type::Slice
-        } else {
-            ffmpeg::codec::threading::Type::Frame
+    context.set_threading(match threads {
+        Threads::One => ffmpeg::codec::threading::Config {
+            count: 1,
+            ..Default::default()
         },
-        count: 0,
-        ..Default::default()
+        Threads::EveryCore => ffmpeg::codec::threading::Config {
+            kind: if slices {
+                ffmpeg::codec::threading::Type::Slice
+            } else {
+                ffmpeg::codec::threading::Type::Frame
+            },
+            count: 0,
+            ..Default::default()
+        },
     });
     Ok(context)
 }
 
-/// The video decoder of `input`'s stream `stream`, its threads on.
+/// The video decoder of `input`'s stream `stream`, on `threads`.
 fn open_video(
     input: &ffmpeg::format::context::Input,
     stream: usize,
     intra_only: bool,
+    threads: Threads,
 ) -> Result<ffmpeg::decoder::Video, String> {
     let parameters = input
         .stream(stream)
         .ok_or("the video stream went away")?
         .parameters();
-    threaded_context(parameters, intra_only)?
+    threaded_context(parameters, intra_only, threads)?
         .decoder()
         .video()
         .map_err(|e| format!("no decoder for it in this FFmpeg ({e})"))
@@ -125,7 +144,7 @@ fn check_same_format(
 }
 
 impl Decoder {
-    /// Opens `path`'s stream `stream` with decoder threads on; every
+    /// Opens `path`'s stream `stream`, decoding on `threads`; every
     /// frame must be `info`'s size and format, when known (the movie's
     /// first frame), else the first this decoder gives. `intra_only`:
     /// every frame is a keyframe.
@@ -134,9 +153,10 @@ impl Decoder {
         stream: usize,
         info: Option<FrameInfo>,
         intra_only: bool,
+        threads: Threads,
     ) -> Result<Self, String> {
         let input = ffmpeg::format::input(path).map_err(|e| e.to_string())?;
-        let video = open_video(&input, stream, intra_only)?;
+        let video = open_video(&input, stream, intra_only, threads)?;
         Ok(Self {
             input,
             video,

@@ -23,7 +23,7 @@ pub(crate) mod planes;
 use super::{Frame, FrameInfo, Frames};
 use crate::PlayError;
 use crate::cache::buffers::FrameBuffers;
-use decoder::Decoder;
+use decoder::{Decoder, Threads};
 use ffmpeg_next as ffmpeg;
 use index::Index;
 use parking_lot::Mutex;
@@ -38,8 +38,14 @@ pub struct Movie {
     codec: String,
     index: Index,
     stream: usize,
-    /// The decoder, and the thread that opened it.
-    decoder: Mutex<(Decoder, std::thread::ThreadId)>,
+    /// The playing decoder, and the thread that opened it; `None` until
+    /// the first decode (the movie was opened by a decoder on one thread,
+    /// which looked at the first frame and was dropped).
+    decoder: Mutex<Option<(Decoder, std::thread::ThreadId)>>,
+    /// The first frame, as the opening decoder gave it: the first decode
+    /// takes it (given for frame 0, let go for any other), so the frame
+    /// that opening decoded is not decoded again for the picture.
+    first: Mutex<Option<Frame>>,
 }
 
 /// Most frames (and positions) a movie may have: about 116 hours at 24
@@ -144,9 +150,14 @@ impl Movie {
         }
         let (index, found) = read_index(path, max_side)?;
         let codec_name = format!("{:?}", found.codec).to_ascii_lowercase();
-        let mut decoder = Decoder::open(path, found.stream, None, index.intra_only)
-            .map_err(|reason| unsupported(path, format!("codec {codec_name}: {reason}")))?;
+        // One thread for this look at the first frame: starting and
+        // stopping frame threads for it cost more than the frame does, and
+        // playback opens its own decoder on its decode thread.
+        let mut decoder =
+            Decoder::open(path, found.stream, None, index.intra_only, Threads::One)
+                .map_err(|reason| unsupported(path, format!("codec {codec_name}: {reason}")))?;
         let info = first_frame_info(path, &mut decoder, &index)?;
+        let first = decoder.frame(0, &index).ok();
         Ok(Self {
             path: path.to_owned(),
             info,
@@ -154,7 +165,8 @@ impl Movie {
             codec: codec_name,
             index,
             stream: found.stream,
-            decoder: Mutex::new((decoder, std::thread::current().id())),
+            decoder: Mutex::new(None),
+            first: Mutex::new(first),
         })
     }
 
@@ -197,26 +209,30 @@ impl Movie {
         Some(self.index.seconds(i as usize))
     }
 
-    /// Opens `decoder` again on this thread where another thread opened
-    /// it, noting this one as its thread.
-    fn open_on_this_thread(
+    /// The playing decoder, opened on this thread where none is open or
+    /// another thread opened it, noting this one as its thread.
+    fn decoder_here<'a>(
         &self,
-        decoder: &mut (Decoder, std::thread::ThreadId),
-    ) -> Result<(), String> {
+        decoder: &'a mut Option<(Decoder, std::thread::ThreadId)>,
+    ) -> Result<&'a mut Decoder, String> {
         let here = std::thread::current().id();
-        if decoder.1 != here {
+        if decoder.as_ref().is_none_or(|(_, thread)| *thread != here) {
             // FFmpeg's frame threads take the priority of the thread that
-            // opens the decoder: open it again on the decode thread (which
-            // runs below the render thread), not on the one that probed.
-            let reopened = Decoder::open(
+            // opens the decoder: open it on the decode thread (which runs
+            // below the render thread), not on the one that probed.
+            let opened = Decoder::open(
                 &self.path,
                 self.stream,
                 Some(self.info),
                 self.index.intra_only,
-            );
-            *decoder = (reopened?, here);
+                Threads::EveryCore,
+            )?;
+            *decoder = Some((opened, here));
         }
-        Ok(())
+        decoder
+            .as_mut()
+            .map(|(opened, _)| opened)
+            .ok_or_else(|| "no decoder".to_owned())
     }
 }
 
@@ -250,9 +266,15 @@ impl Frames for Movie {
             path: self.path.clone(),
             reason: format!("frame {pos}: {reason}"),
         };
+        if let Some(first) = self.first.lock().take()
+            && i == 0
+        {
+            return Ok(first);
+        }
         let mut decoder = self.decoder.lock();
-        self.open_on_this_thread(&mut decoder).map_err(error)?;
-        decoder.0.frame(i as usize, &self.index).map_err(error)
+        self.decoder_here(&mut decoder)
+            .and_then(|d| d.frame(i as usize, &self.index))
+            .map_err(error)
     }
 
     fn decoders(&self, _asked: usize) -> usize {
