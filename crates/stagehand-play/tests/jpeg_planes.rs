@@ -82,9 +82,8 @@ fn a_jpeg_sequence_goes_up_as_its_ycbcr_planes_and_draws_as_ffmpeg_converts_it()
         assert_eq!(source["yuv"]["chroma"], chroma, "{source}");
         assert_eq!(source["yuv"]["matrix"], "bt601", "{source}");
         assert_eq!(source["yuv"]["range"], "full", "{source}");
-        // No frame buffer of the player's: the frames stay in the
-        // decoder's planes.
-        assert!(summary.frame_buffers.is_none(), "{summary:?}");
+        // The decoder wrote into the player's frame buffers.
+        assert!(summary.frame_buffers.is_some(), "{summary:?}");
         for saved in &summary.saved {
             let want = reference(&file(&dir, saved.tick));
             let (worst, compared) = worst_inside_blocks(&saved.rgba, &want, size);
@@ -104,6 +103,41 @@ fn a_jpeg_sequence_goes_up_as_its_ycbcr_planes_and_draws_as_ffmpeg_converts_it()
         }
         let _ = std::fs::remove_dir_all(dir);
     }
+}
+
+#[test]
+fn a_jpeg_sequence_as_planes_decodes_into_recycled_frame_buffers() {
+    if !has_ffmpeg("JPEG planes into frame buffers") {
+        return;
+    }
+    // Each file is decoded by a decoder of its own; were its frame memory
+    // the decoder's, every frame would be memory never touched before,
+    // faulted in and cleared page by page. With no frame kept after its
+    // upload, a handful of buffers serve the whole sequence.
+    let len = 24;
+    let dir = temp_dir("jpeg-recycled");
+    jpegs(&dir, "yuvj420p", 1, len);
+    let summary = run(&stagehand_play::PlayOptions {
+        cache_bytes: Some(0),
+        read_behind: 0.0,
+        ..options(&dir, SIZE, vec![])
+    })
+    .unwrap();
+    assert_eq!(summary.frames.shown, u64::from(len), "{summary:?}");
+    assert_eq!(summary.format.texture, wgpu::TextureFormat::R8Unorm);
+    let buffers = summary
+        .frame_buffers
+        .expect("the JPEG decoder writes into the player's frame buffers");
+    assert_eq!(
+        buffers.allocated + buffers.reused,
+        u64::from(len),
+        "one buffer a frame: {buffers:?}"
+    );
+    assert!(
+        buffers.allocated <= 8,
+        "buffers given back are taken again: {buffers:?}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

@@ -42,7 +42,7 @@ impl FrameBuffers {
 
     /// A buffer of `len` bytes, its contents whatever its last frame left
     /// (zero when new): the caller writes every byte it keeps.
-    pub fn take(self: &Arc<Self>, len: usize) -> Result<FrameBuffer, PlayError> {
+    pub fn take(&self, len: usize) -> Result<FrameBuffer, PlayError> {
         let block = self.pool.take((), len.max(1) as u64)?;
         Ok(FrameBuffer { block, len })
     }

@@ -94,7 +94,7 @@ impl Frames for SequenceFrames {
         if self.expected.yuv.is_some() {
             // JPEGs whose planes go up as they are (the sequence was
             // opened so: see `source::jpeg_planes`).
-            return super::decode_jpeg_planes(path, &self.expected);
+            return super::decode_jpeg_planes(path, &self.expected, buffers);
         }
         let frame = super::decode_into(path, buffers)?;
         check_size(path, &self.expected, &frame.info)?;

@@ -22,8 +22,10 @@
 //! transform, a video-range or bottom-up comment, 9-bit lossless).
 //! Anything else (grey, CMYK, 4:1:1, 12-bit, those segments) goes through
 //! the `image` crate as before. The planes are decoded by FFmpeg's JPEG
-//! decoder (feature `video`), a decoder for each file, the frame holding
-//! the decoder's buffers with no copy ([`Pixels::Planes`](super::Pixels)).
+//! decoder (feature `video`), a decoder for each file, writing into the
+//! player's recycled frame buffers (`movie/frame_memory.rs`: a decoder's
+//! own memory would be new for every file), the frame holding those
+//! planes with no copy ([`Pixels::Planes`](super::Pixels)).
 
 use crate::PlayError;
 use crate::yuv::{Chroma, Matrix, Range, Siting, Yuv};
@@ -181,11 +183,14 @@ fn frame_chroma(sof: &[u8]) -> Option<Chroma> {
 /// Decoding a JPEG's planes with FFmpeg.
 #[cfg(feature = "video")]
 pub(super) mod planes {
+    use super::super::movie::frame_memory::{self, Lending};
     use super::super::movie::planes as held;
     use super::super::{Frame, FrameInfo};
     use crate::PlayError;
+    use crate::cache::buffers::FrameBuffers;
     use ffmpeg_next as ffmpeg;
     use std::path::Path;
+    use std::sync::Arc;
 
     /// Largest JPEG file read whole: 256 MiB, more than a 16-bit 65536
     /// pixel square compresses to at any quality a camera or tool writes.
@@ -194,7 +199,11 @@ pub(super) mod planes {
     /// Decodes `path` into planes of the Y'CbCr format `expected` says
     /// (a file whose layout differs is refused: a sequence's frames all
     /// share the format of its texture).
-    pub fn decode(path: &Path, expected: &FrameInfo) -> Result<Frame, PlayError> {
+    pub fn decode(
+        path: &Path,
+        expected: &FrameInfo,
+        buffers: &Arc<FrameBuffers>,
+    ) -> Result<Frame, PlayError> {
         let bytes = read(path)?;
         // A file whose header grew since the sequence was opened is
         // refused by the decoder before it allocates the picture. The
@@ -203,10 +212,11 @@ pub(super) mod planes {
         // covers both.
         let padded = |side: u32| (u64::from(side.div_ceil(64)) + 1) * 64;
         let pixels = padded(expected.width) * padded(expected.height);
-        let decoded = decode_bytes(&bytes, pixels).map_err(|reason| PlayError::Decode {
-            path: path.to_owned(),
-            reason,
-        })?;
+        let decoded =
+            decode_bytes(&bytes, pixels, buffers).map_err(|reason| PlayError::Decode {
+                path: path.to_owned(),
+                reason,
+            })?;
         let mut info = held::describe(&decoded).map_err(|reason| PlayError::Decode {
             path: path.to_owned(),
             reason,
@@ -253,10 +263,17 @@ pub(super) mod planes {
     }
 
     /// One picture of at most `pixels` from the JPEG in `bytes`, through a
-    /// decoder of its own: FFmpeg's keeps what one file's segments set
-    /// (Huffman tables, video range, rows bottom up) for the next.
-    fn decode_bytes(bytes: &[u8], pixels: u64) -> Result<ffmpeg::frame::Video, String> {
-        let mut decoder = open(pixels)?;
+    /// decoder of its own (FFmpeg's keeps what one file's segments set:
+    /// Huffman tables, video range, rows bottom up, for the next), written
+    /// into a buffer from `buffers` (a decoder's own memory would be new
+    /// for every file).
+    fn decode_bytes(
+        bytes: &[u8],
+        pixels: u64,
+        buffers: &Arc<FrameBuffers>,
+    ) -> Result<ffmpeg::frame::Video, String> {
+        let mut lending = open(pixels, buffers)?;
+        let decoder = &mut lending.decoder;
         let mut frame = ffmpeg::frame::Video::empty();
         decoder
             .send_packet(&ffmpeg::Packet::copy(bytes))
@@ -266,8 +283,12 @@ pub(super) mod planes {
     }
 
     /// FFmpeg's JPEG decoder on one thread (the player decodes files on
-    /// several at once), refusing pictures of more than `pixels`.
-    fn open(pixels: u64) -> Result<ffmpeg::decoder::Video, String> {
+    /// several at once), refusing pictures of more than `pixels`, writing
+    /// into `buffers`.
+    fn open(
+        pixels: u64,
+        buffers: &Arc<FrameBuffers>,
+    ) -> Result<Lending<ffmpeg::decoder::Video>, String> {
         super::super::movie::init();
         let codec = ffmpeg::decoder::find(ffmpeg::codec::Id::MJPEG)
             .ok_or("this FFmpeg has no JPEG decoder")?;
@@ -279,11 +300,13 @@ pub(super) mod planes {
         });
         let mut options = ffmpeg::Dictionary::new();
         options.set("max_pixels", &pixels.to_string());
-        context
-            .decoder()
-            .open_as_with(codec, options)
-            .and_then(|opened| opened.video())
-            .map_err(|e| format!("cannot open the JPEG decoder: {e}"))
+        frame_memory::lend(context, buffers, |context| {
+            context
+                .decoder()
+                .open_as_with(codec, options)
+                .and_then(|opened| opened.video())
+                .map_err(|e| format!("cannot open the JPEG decoder: {e}"))
+        })
     }
 }
 

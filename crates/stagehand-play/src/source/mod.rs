@@ -163,8 +163,12 @@ pub fn jpeg_planes(path: &Path) -> Result<Option<Yuv>, PlayError> {
 /// Decodes a JPEG file into planes of the Y'CbCr format `expected` says
 /// (see [`jpeg_planes`]).
 #[cfg(feature = "video")]
-pub fn decode_jpeg_planes(path: &Path, expected: &FrameInfo) -> Result<Frame, PlayError> {
-    guard::guarded(path, || jpeg::planes::decode(path, expected))
+pub fn decode_jpeg_planes(
+    path: &Path,
+    expected: &FrameInfo,
+    buffers: &std::sync::Arc<crate::cache::buffers::FrameBuffers>,
+) -> Result<Frame, PlayError> {
+    guard::guarded(path, || jpeg::planes::decode(path, expected, buffers))
 }
 
 /// Reads what a file holds (size, channels, sample type) from its header,

@@ -17,6 +17,7 @@
 
 mod decoder;
 pub(crate) mod demux;
+pub(crate) mod frame_memory;
 mod index;
 pub(crate) mod planes;
 

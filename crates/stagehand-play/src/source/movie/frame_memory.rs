@@ -1,0 +1,273 @@
+//! FFmpeg decoders that write their frames into the player's frame
+//! buffers ([`FrameBuffers`]) instead of memory of their own.
+//!
+//! A decoder takes each frame's memory from a pool of its own, which
+//! recycles what its frames give back, but only while that decoder lives.
+//! A JPEG sequence opens a decoder for every file (FFmpeg's keeps what one
+//! file sets for the next), so every frame would be memory never touched
+//! before: at 4K, 12 MB that the kernel faults in and clears page by page
+//! and the decoder clears again, on the decode threads, for every frame.
+//! Through the decoder's `get_buffer2` callback, frames come from the
+//! player's pool instead, shared by every decoder and thread, and go back
+//! to it when the frame's last reference goes.
+//!
+//! The layout follows what FFmpeg asks of a frame's memory: each plane
+//! starts on a 64-byte boundary, line sizes are multiples of the
+//! alignment the decoder names (the picture widened until they are), rows
+//! cover the decoder's padded size, and every plane has room after it for
+//! vector code that reads past its end. A pixel format it cannot lay out
+//! goes to FFmpeg's own allocator.
+
+use crate::cache::buffers::{FrameBuffer, FrameBuffers};
+use ffmpeg::ffi;
+use ffmpeg_next as ffmpeg;
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+/// Each plane starts on a multiple of this many bytes.
+const ALIGN: usize = 64;
+
+/// Bytes left free after each plane (FFmpeg's own allocator leaves 16
+/// plus its alignment less one).
+const TAIL: usize = 16 + ALIGN;
+
+/// FFmpeg's `AVERROR(ENOMEM)`.
+const OUT_OF_MEMORY: c_int = -12;
+
+/// Planes a frame may have (FFmpeg's images have at most four).
+const PLANES: usize = 4;
+
+/// A decoder that writes into frame buffers, and what its callback reads:
+/// the pool is owned here, and must outlive the decoder, which holds its
+/// address.
+pub(crate) struct Lending<T> {
+    /// The decoder (dropped before the pool's handle: fields drop in
+    /// order).
+    pub decoder: T,
+    _buffers: Arc<FrameBuffers>,
+}
+
+/// Makes `context`'s decoder (not opened yet) take its frames' memory from
+/// `buffers`, and `open` it (its error, if any, is this call's). A codec
+/// that cannot decode into memory it is given (no `DR1`) keeps its own
+/// allocator.
+#[allow(unsafe_code)] // sets two fields of the context; see below
+pub(crate) fn lend<T, E>(
+    mut context: ffmpeg::codec::Context,
+    buffers: &Arc<FrameBuffers>,
+    open: impl FnOnce(ffmpeg::codec::Context) -> Result<T, E>,
+) -> Result<Lending<T>, E> {
+    let buffers = Arc::clone(buffers);
+    // SAFETY: `as_mut_ptr` is the context's live AVCodecContext, not yet
+    // opened, so no decoder thread reads it. Its `codec` is null or a
+    // static AVCodec. `opaque` is the user's field; it is set to the
+    // pool's address, which the `Arc` that `Lending` keeps holds alive
+    // until after the decoder is dropped; the callback is a plain
+    // function of this module.
+    unsafe {
+        let raw = context.as_mut_ptr();
+        let codec = (*raw).codec;
+        let direct = !codec.is_null() && (*codec).capabilities as u32 & ffi::AV_CODEC_CAP_DR1 != 0;
+        if direct {
+            (*raw).opaque = Arc::as_ptr(&buffers).cast_mut().cast();
+            (*raw).get_buffer2 = Some(get_buffer);
+        }
+    }
+    Ok(Lending {
+        decoder: open(context)?,
+        _buffers: buffers,
+    })
+}
+
+/// Where each plane goes in one frame buffer.
+#[derive(Debug, PartialEq, Eq)]
+struct Layout {
+    linesizes: [c_int; PLANES],
+    offsets: [usize; PLANES],
+    /// Planes the format has.
+    planes: usize,
+    /// Bytes of the whole buffer.
+    len: usize,
+}
+
+/// The decoder's `get_buffer2`: the frame's planes in one buffer from the
+/// pool, given back when FFmpeg lets the buffer go.
+#[allow(unsafe_code)] // FFmpeg's callback: fills the frame it is given
+unsafe extern "C" fn get_buffer(
+    context: *mut ffi::AVCodecContext,
+    frame: *mut ffi::AVFrame,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: FFmpeg calls this with the live context this module set the
+    // callback on, whose `opaque` is the pool that `Lending`'s `Arc`
+    // keeps alive, and
+    // a frame whose width, height and format it has set; the frame's
+    // data, line sizes and buffers are this callback's to fill.
+    unsafe {
+        let Some(layout) = lay_out(context, frame) else {
+            return ffi::avcodec_default_get_buffer2(context, frame, flags);
+        };
+        let buffers = &*(*context).opaque.cast_const().cast::<FrameBuffers>();
+        let Ok(mut buffer) = buffers.take(layout.len) else {
+            return OUT_OF_MEMORY;
+        };
+        let base = buffer.as_mut_slice().as_mut_ptr();
+        // The buffer moves into a box that FFmpeg's buffer owns; its bytes
+        // stay where they are (they are the pool's mapping, not the box).
+        let owner = Box::into_raw(Box::new(buffer));
+        let reference = ffi::av_buffer_create(base, layout.len, Some(give_back), owner.cast(), 0);
+        if reference.is_null() {
+            drop(Box::from_raw(owner));
+            return OUT_OF_MEMORY;
+        }
+        (*frame).buf[0] = reference;
+        for plane in 0..PLANES {
+            let used = plane < layout.planes;
+            (*frame).data[plane] = if used {
+                base.add(layout.offsets[plane])
+            } else {
+                std::ptr::null_mut()
+            };
+            (*frame).linesize[plane] = if used { layout.linesizes[plane] } else { 0 };
+        }
+        (*frame).extended_data = (*frame).data.as_mut_ptr();
+        0
+    }
+}
+
+/// Gives a frame's buffer back to its pool: FFmpeg's free callback for
+/// the buffers [`get_buffer`] makes, `opaque` the boxed [`FrameBuffer`].
+#[allow(unsafe_code)] // FFmpeg's free callback: drops the box it was given
+unsafe extern "C" fn give_back(opaque: *mut c_void, _data: *mut u8) {
+    // SAFETY: `opaque` is the box `get_buffer` made for this buffer, and
+    // FFmpeg calls this once, when the buffer's last reference goes.
+    drop(unsafe { Box::from_raw(opaque.cast::<FrameBuffer>()) });
+}
+
+/// The frame's layout at the decoder's padded size and alignment, or
+/// `None` where this module leaves the frame to FFmpeg's allocator (not
+/// the context's own pixel format, or a size or format it cannot lay
+/// out).
+///
+/// # Safety
+/// `context` and `frame` are live, as FFmpeg passes them to `get_buffer2`.
+#[allow(unsafe_code)] // reads the context and frame; three FFmpeg calls
+unsafe fn lay_out(context: *mut ffi::AVCodecContext, frame: *mut ffi::AVFrame) -> Option<Layout> {
+    // SAFETY: both are live (the caller's word); the calls below only
+    // read the context and write the arrays given them, whose lengths are
+    // what FFmpeg's documentation asks (eight alignments, four planes).
+    unsafe {
+        let format = (*context).pix_fmt;
+        if (*frame).format != format as c_int {
+            return None;
+        }
+        let (mut width, mut height) = ((*frame).width, (*frame).height);
+        let mut align = [0 as c_int; 8];
+        ffi::avcodec_align_dimensions2(context, &mut width, &mut height, align.as_mut_ptr());
+        let linesizes = widen_to_alignment(width, &align[..PLANES], |w| {
+            let mut linesizes = [0 as c_int; PLANES];
+            (ffi::av_image_fill_linesizes(linesizes.as_mut_ptr(), format, w) >= 0)
+                .then_some(linesizes)
+        })?;
+        let wide = linesizes.map(|l| l as isize);
+        let mut sizes = [0usize; PLANES];
+        if ffi::av_image_fill_plane_sizes(sizes.as_mut_ptr(), format, height, wide.as_ptr()) < 0 {
+            return None;
+        }
+        place(linesizes, sizes)
+    }
+}
+
+/// Widens `width` (by its lowest set bit, as many times as it takes, at
+/// most 16) until every line size `linesizes_at` gives for it is a
+/// multiple of its plane's alignment (0: none asked). `None` where a
+/// width has no line sizes, or none within 16 steps aligns.
+fn widen_to_alignment(
+    mut width: c_int,
+    align: &[c_int],
+    mut linesizes_at: impl FnMut(c_int) -> Option<[c_int; PLANES]>,
+) -> Option<[c_int; PLANES]> {
+    for _ in 0..16 {
+        let linesizes = linesizes_at(width)?;
+        let aligned = linesizes
+            .iter()
+            .zip(align)
+            .all(|(&l, &a)| a <= 0 || l % a == 0);
+        if aligned {
+            return Some(linesizes);
+        }
+        width = width.checked_add(width & width.wrapping_neg())?;
+    }
+    None
+}
+
+/// The planes of `sizes` (a zero size ends them) one after another in one
+/// buffer, each on an [`ALIGN`] boundary with [`TAIL`] bytes after it.
+fn place(linesizes: [c_int; PLANES], sizes: [usize; PLANES]) -> Option<Layout> {
+    let planes = sizes.iter().take_while(|&&s| s > 0).count();
+    if planes == 0 || linesizes[..planes].iter().any(|&l| l <= 0) {
+        return None;
+    }
+    let mut offsets = [0usize; PLANES];
+    let mut end = 0usize;
+    for plane in 0..planes {
+        let start = end.checked_next_multiple_of(ALIGN)?;
+        offsets[plane] = start;
+        end = start.checked_add(sizes[plane])?.checked_add(TAIL)?;
+    }
+    Some(Layout {
+        linesizes,
+        offsets,
+        planes,
+        len: end,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planes_follow_one_another_aligned_with_room_after_each() {
+        let layout = place(
+            [3840, 1920, 1920, 0],
+            [3840 * 2160, 1920 * 1080, 1920 * 1080, 0],
+        )
+        .expect("a 4:2:0 frame lays out");
+        assert_eq!(layout.planes, 3);
+        assert_eq!(layout.offsets[0], 0);
+        for plane in 1..3 {
+            let previous_end = layout.offsets[plane - 1] + [3840 * 2160, 1920 * 1080][plane - 1];
+            assert!(layout.offsets[plane] >= previous_end + TAIL);
+            assert_eq!(layout.offsets[plane] % ALIGN, 0);
+        }
+        assert!(layout.len >= layout.offsets[2] + 1920 * 1080 + TAIL);
+    }
+
+    #[test]
+    fn a_layout_with_no_plane_or_a_bad_line_size_is_left_to_ffmpeg() {
+        assert_eq!(place([0; PLANES], [0; PLANES]), None);
+        assert_eq!(place([-64, 0, 0, 0], [64, 0, 0, 0]), None);
+        assert_eq!(place([64, 0, 0, 0], [usize::MAX, 0, 0, 0]), None);
+    }
+
+    #[test]
+    fn a_width_is_widened_until_every_line_size_is_aligned() {
+        // Chroma half the width: 8-bit 4:2:0 at 1000 pixels gives 500,
+        // not a multiple of 64, until the width is 1024.
+        let half = |w: c_int| Some([w, w / 2, w / 2, 0]);
+        let got = widen_to_alignment(1000, &[64, 64, 64, 64], half);
+        assert_eq!(got, Some([1024, 512, 512, 0]));
+        // Aligned already: as it is.
+        assert_eq!(
+            widen_to_alignment(3840, &[64; 4], half),
+            Some([3840, 1920, 1920, 0])
+        );
+        // A width with no line sizes, or one that never aligns.
+        assert_eq!(widen_to_alignment(64, &[64; 4], |_| None), None);
+        assert_eq!(
+            widen_to_alignment(1, &[64; 4], |_| Some([1, 0, 0, 0])),
+            None
+        );
+    }
+}
