@@ -201,11 +201,45 @@ fn open(opener: Opener, path: &Path, buffers: &Arc<FrameBuffers>) -> Result<Stri
                 "the decoded frame has the size its header gave"
             );
             assert_eq!(frame.data.len(), frame.info.bytes(), "a whole frame");
-            Ok(format!("{}x{}", info.width, info.height))
+            let planes = open_jpeg_planes(path, info, buffers)?;
+            Ok(format!("{}x{}{planes}", info.width, info.height))
         }
         Opener::Movie => open_movie(path),
         Opener::Sound => open_sound(path),
     }
+}
+
+/// A JPEG that goes up as its planes decoded that way too (FFmpeg's
+/// decoder, writing into the player's frame buffers): `" planes"`, or
+/// nothing for any other file.
+#[cfg(feature = "video")]
+fn open_jpeg_planes(
+    path: &Path,
+    rgb: stagehand_play::source::FrameInfo,
+    buffers: &Arc<FrameBuffers>,
+) -> Result<&'static str, PlayError> {
+    let Some(yuv) = source::jpeg_planes(path)? else {
+        return Ok("");
+    };
+    let expected = stagehand_play::source::FrameInfo {
+        channels: 1,
+        sample: stagehand_play::source::SampleType::U8,
+        yuv: Some(yuv),
+        ..rgb
+    };
+    let frame = source::decode_jpeg_planes(path, &expected, buffers)?;
+    assert_eq!(frame.info, expected, "the planes have the layout read");
+    assert_eq!(frame.data.len(), frame.info.bytes(), "a whole frame");
+    Ok(" planes")
+}
+
+#[cfg(not(feature = "video"))]
+fn open_jpeg_planes(
+    _path: &Path,
+    _rgb: stagehand_play::source::FrameInfo,
+    _buffers: &Arc<FrameBuffers>,
+) -> Result<&'static str, PlayError> {
+    Ok("")
 }
 
 #[cfg(feature = "video")]
