@@ -262,3 +262,27 @@ fn what_one_jpeg_sets_in_the_decoder_does_not_reach_the_next() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_jpeg_cut_short_in_a_planes_sequence_is_an_error_naming_it() {
+    if !has_ffmpeg("JPEG cut short") {
+        return;
+    }
+    // Its header is whole, so the sequence opens as planes; half its
+    // scan is gone. FFmpeg's decoder would give the picture with the
+    // rest left as the buffer held it (another frame's rows, once buffers
+    // are recycled): the player refuses the file instead, as it does a
+    // PNG cut short.
+    let dir = temp_dir("jpeg-cut-short");
+    jpegs(&dir, "yuvj420p", 1, 4);
+    let cut = file(&dir, 2);
+    let whole = std::fs::read(&cut).unwrap();
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    let error = run(&options(&dir, SIZE, vec![])).expect_err("a JPEG cut short is refused");
+    let message = error.to_string();
+    assert!(
+        message.contains(&cut.display().to_string()),
+        "the error names the file: {message}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -272,8 +272,7 @@ pub(super) mod planes {
         pixels: u64,
         buffers: &Arc<FrameBuffers>,
     ) -> Result<ffmpeg::frame::Video, String> {
-        let mut lending = open(pixels, buffers)?;
-        let decoder = &mut lending.decoder;
+        let mut decoder = open(pixels, buffers)?;
         let mut frame = ffmpeg::frame::Video::empty();
         decoder
             .send_packet(&ffmpeg::Packet::copy(bytes))
@@ -285,10 +284,7 @@ pub(super) mod planes {
     /// FFmpeg's JPEG decoder on one thread (the player decodes files on
     /// several at once), refusing pictures of more than `pixels`, writing
     /// into `buffers`.
-    fn open(
-        pixels: u64,
-        buffers: &Arc<FrameBuffers>,
-    ) -> Result<Lending<ffmpeg::decoder::Video>, String> {
+    fn open(pixels: u64, buffers: &Arc<FrameBuffers>) -> Result<Lending, String> {
         super::super::movie::init();
         let codec = ffmpeg::decoder::find(ffmpeg::codec::Id::MJPEG)
             .ok_or("this FFmpeg has no JPEG decoder")?;
@@ -300,6 +296,10 @@ pub(super) mod planes {
         });
         let mut options = ffmpeg::Dictionary::new();
         options.set("max_pixels", &pixels.to_string());
+        // A file whose scan ends early is an error, not a picture whose
+        // missing rows hold whatever the buffer held (a missing end
+        // marker alone, the picture whole, still decodes).
+        options.set("err_detect", "explode");
         frame_memory::lend(context, buffers, |context| {
             context
                 .decoder()

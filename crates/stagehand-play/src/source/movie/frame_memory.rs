@@ -31,20 +31,37 @@ const ALIGN: usize = 64;
 /// plus its alignment less one).
 const TAIL: usize = 16 + ALIGN;
 
-/// FFmpeg's `AVERROR(ENOMEM)`.
-const OUT_OF_MEMORY: c_int = -12;
+/// FFmpeg's error for memory it could not have.
+const OUT_OF_MEMORY: c_int = ffi::AVERROR(ffi::ENOMEM);
 
 /// Planes a frame may have (FFmpeg's images have at most four).
 const PLANES: usize = 4;
 
 /// A decoder that writes into frame buffers, and what its callback reads:
 /// the pool is owned here, and must outlive the decoder, which holds its
-/// address.
-pub(crate) struct Lending<T> {
+/// address. The decoder is never handed out (moved out, it could outlive
+/// the pool): it is used through [`Lending::send_packet`] and
+/// [`Lending::receive_frame`].
+pub(crate) struct Lending {
     /// The decoder (dropped before the pool's handle: fields drop in
     /// order).
-    pub decoder: T,
+    decoder: ffmpeg::decoder::Video,
     _buffers: Arc<FrameBuffers>,
+}
+
+impl Lending {
+    /// Sends the decoder a packet.
+    pub(crate) fn send_packet(&mut self, packet: &ffmpeg::Packet) -> Result<(), ffmpeg::Error> {
+        self.decoder.send_packet(packet)
+    }
+
+    /// Takes a decoded frame, if one is ready.
+    pub(crate) fn receive_frame(
+        &mut self,
+        frame: &mut ffmpeg::frame::Video,
+    ) -> Result<(), ffmpeg::Error> {
+        self.decoder.receive_frame(frame)
+    }
 }
 
 /// Makes `context`'s decoder (not opened yet) take its frames' memory from
@@ -52,11 +69,11 @@ pub(crate) struct Lending<T> {
 /// that cannot decode into memory it is given (no `DR1`) keeps its own
 /// allocator.
 #[allow(unsafe_code)] // sets two fields of the context; see below
-pub(crate) fn lend<T, E>(
+pub(crate) fn lend<E>(
     mut context: ffmpeg::codec::Context,
     buffers: &Arc<FrameBuffers>,
-    open: impl FnOnce(ffmpeg::codec::Context) -> Result<T, E>,
-) -> Result<Lending<T>, E> {
+    open: impl FnOnce(ffmpeg::codec::Context) -> Result<ffmpeg::decoder::Video, E>,
+) -> Result<Lending, E> {
     let buffers = Arc::clone(buffers);
     // SAFETY: `as_mut_ptr` is the context's live AVCodecContext, not yet
     // opened, so no decoder thread reads it. Its `codec` is null or a
@@ -164,6 +181,10 @@ unsafe fn lay_out(context: *mut ffi::AVCodecContext, frame: *mut ffi::AVFrame) -
         let (mut width, mut height) = ((*frame).width, (*frame).height);
         let mut align = [0 as c_int; 8];
         ffi::avcodec_align_dimensions2(context, &mut width, &mut height, align.as_mut_ptr());
+        if align[..PLANES].iter().any(|&a| a as usize > ALIGN) {
+            // Planes here start on multiples of ALIGN only.
+            return None;
+        }
         let linesizes = widen_to_alignment(width, &align[..PLANES], |w| {
             let mut linesizes = [0 as c_int; PLANES];
             (ffi::av_image_fill_linesizes(linesizes.as_mut_ptr(), format, w) >= 0)
@@ -263,11 +284,62 @@ mod tests {
             widen_to_alignment(3840, &[64; 4], half),
             Some([3840, 1920, 1920, 0])
         );
-        // A width with no line sizes, or one that never aligns.
+        // One pixel a byte from a width of 1: doubled six times.
+        let bytes = |w: c_int| Some([w, 0, 0, 0]);
+        assert_eq!(widen_to_alignment(1, &[64; 4], bytes), Some([64, 0, 0, 0]));
+        // A width with no line sizes, one whose line sizes never align,
+        // and one that would pass the largest integer.
         assert_eq!(widen_to_alignment(64, &[64; 4], |_| None), None);
         assert_eq!(
-            widen_to_alignment(1, &[64; 4], |_| Some([1, 0, 0, 0])),
+            widen_to_alignment(1, &[64; 4], |w| Some([w | 1, 0, 0, 0])),
             None
         );
+        assert_eq!(
+            widen_to_alignment(c_int::MAX / 2 + 1, &[64; 4], |_| Some([1, 0, 0, 0])),
+            None
+        );
+    }
+
+    #[test]
+    fn a_decoded_frame_lies_in_a_pool_buffer_aligned_as_ffmpeg_asks_and_outlives_its_decoder() {
+        crate::source::movie::init();
+        // 100x60: the chroma rows (50 bytes) need widening to align.
+        let (width, height) = (100u32, 60u32);
+        let rgb: Vec<u8> = (0..width * height * 3).map(|i| (i % 251) as u8).collect();
+        let mut jpeg = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
+            .encode(&rgb, width, height, image::ExtendedColorType::Rgb8)
+            .expect("a JPEG is written");
+        let buffers = FrameBuffers::new();
+        let codec = ffmpeg::decoder::find(ffmpeg::codec::Id::MJPEG).expect("FFmpeg has MJPEG");
+        let context = ffmpeg::codec::Context::new_with_codec(codec);
+        let mut decoder = lend(context, &buffers, |c| {
+            c.decoder().open_as(codec).and_then(|o| o.video())
+        })
+        .expect("the decoder opens");
+        let mut frame = ffmpeg::frame::Video::empty();
+        decoder
+            .send_packet(&ffmpeg::Packet::copy(&jpeg))
+            .and_then(|()| decoder.receive_frame(&mut frame))
+            .expect("the JPEG decodes");
+        drop(decoder);
+        let stats = buffers.stats();
+        assert_eq!((stats.misses, stats.in_use > 0), (1, true), "{stats:?}");
+        assert_eq!((frame.width(), frame.height()), (width, height));
+        assert!(frame.planes() >= 3);
+        for plane in 0..frame.planes() {
+            assert_eq!(frame.stride(plane) % ALIGN, 0, "plane {plane}");
+            assert_eq!(
+                frame.data(plane).as_ptr() as usize % ALIGN,
+                0,
+                "plane {plane}"
+            );
+        }
+        // The picture is there after its decoder has gone: the pattern's
+        // first row of luma is not one value throughout.
+        let luma = &frame.data(0)[..width as usize];
+        assert!(luma.iter().any(|&v| v != luma[0]), "{luma:?}");
+        drop(frame);
+        assert_eq!(buffers.stats().in_use, 0, "the buffer went back");
     }
 }
