@@ -267,15 +267,18 @@ impl Frames for Movie {
             path: self.path.clone(),
             reason: format!("frame {pos}: {reason}"),
         };
+        let mut decoder = self.decoder.lock();
+        // The playing decoder is opened first, even for the frame kept
+        // from opening: opening it costs as much as a frame or two, and
+        // the first frame's decode is where the player pays it, before its
+        // clock starts, not on the frame after, with the clock running.
+        let decoder = self.decoder_here(&mut decoder).map_err(error)?;
         if let Some(first) = self.first.lock().take()
             && i == 0
         {
             return Ok(first);
         }
-        let mut decoder = self.decoder.lock();
-        self.decoder_here(&mut decoder)
-            .and_then(|d| d.frame(i as usize, &self.index))
-            .map_err(error)
+        decoder.frame(i as usize, &self.index).map_err(error)
     }
 
     fn decoders(&self, _asked: usize) -> usize {
