@@ -294,6 +294,16 @@ fn bench_play_puts_mpv_beside_us_in_the_window() {
     assert_eq!(parts.len(), 3, "labels, ours, mpv: {parts:?}");
     let (s, d, n) = frames(parts[1]);
     assert_eq!(s + d + n, 4, "{parts:?}");
+    // The bench's own server's CPU over the run, after the player's.
+    assert!(ran.stdout.contains("X CPU s"), "{}", ran.stdout);
+    let seconds: Vec<f64> = parts[1]
+        .split_whitespace()
+        .filter_map(|c| c.contains('.').then(|| c.parse().ok()).flatten())
+        .collect();
+    assert!(
+        seconds.len() >= 2 && seconds[1] >= 0.0,
+        "CPU s, then X CPU s: {parts:?}"
+    );
     if installed("mpv") {
         let first = parts[2].split_whitespace().next().unwrap_or("");
         let n: Vec<u64> = first.split('/').filter_map(|v| v.parse().ok()).collect();

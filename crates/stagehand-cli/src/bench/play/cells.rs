@@ -22,19 +22,29 @@ pub struct Columns {
     pub later: bool,
     /// Uploads for passes after the first (the GPU tier).
     pub uploads: bool,
+    /// The X server's CPU seconds (window runs on the bench's own server).
+    pub server: bool,
 }
 
 impl Columns {
     /// The column titles of a player's group.
     pub fn titles(self, is_build: bool) -> Vec<&'static str> {
-        if !is_build {
-            return vec!["shown/drop", "CPU s"];
-        }
-        let mut titles = vec!["shown/drop/never"];
-        if self.later {
+        let mut titles = vec![if is_build {
+            "shown/drop/never"
+        } else {
+            "shown/drop"
+        }];
+        if self.later && is_build {
             titles.push("missed 2nd+");
         }
-        titles.extend(["CPU s", "upload p50"]);
+        titles.push("CPU s");
+        if self.server {
+            titles.push("X CPU s");
+        }
+        if !is_build {
+            return titles;
+        }
+        titles.push("upload p50");
         if self.uploads {
             titles.push("uploads 2nd+");
         }
@@ -141,11 +151,13 @@ fn values(ran: &[&Measured], scenario: Scenario, is_build: bool, columns: Column
         format!("{}/{}", int(|m| m.shown), int(|m| m.dropped))
     };
     let cpu = range(ran.iter().map(|m| m.cpu), seconds);
-    if !is_build {
-        return vec![frames, cpu];
-    }
+    let server = if scenario.windowed() {
+        range(ran.iter().map(|m| m.server_cpu), seconds)
+    } else {
+        String::new()
+    };
     let mut cells = vec![frames];
-    if columns.later {
+    if columns.later && is_build {
         cells.push(if looped {
             int(|m| m.later_missed)
         } else {
@@ -153,6 +165,12 @@ fn values(ran: &[&Measured], scenario: Scenario, is_build: bool, columns: Column
         });
     }
     cells.push(cpu);
+    if columns.server {
+        cells.push(server);
+    }
+    if !is_build {
+        return cells;
+    }
     cells.push(range(ran.iter().map(|m| m.upload_p50), |v| {
         format!("{v:.1}")
     }));
@@ -293,6 +311,7 @@ mod tests {
         let cols = Columns {
             later: true,
             uploads: true,
+            server: false,
         };
         let g = group(&[old], Scenario::Tier, true, cols, &mut Notes::default());
         let dash = "\u{2014}";
@@ -304,6 +323,37 @@ mod tests {
             dash.into(),
         ];
         assert_eq!(g, Group::Values(want.to_vec()));
+    }
+
+    #[test]
+    fn the_x_servers_cpu_fills_its_column_in_window_rows_only() {
+        let with_server = |cpu, server| match ran(48, 0, cpu) {
+            Outcome::Ran(m) => Outcome::Ran(Measured {
+                server_cpu: Some(server),
+                ..m
+            }),
+            other => other,
+        };
+        let cols = Columns {
+            server: true,
+            ..Columns::default()
+        };
+        assert_eq!(
+            cols.titles(true),
+            ["shown/drop/never", "CPU s", "X CPU s", "upload p50"]
+        );
+        assert_eq!(cols.titles(false), ["shown/drop", "CPU s", "X CPU s"]);
+        let rounds = [with_server(3.5, 0.13), with_server(3.6, 0.52)];
+        let mut notes = Notes::default();
+        let window = group(&rounds, Scenario::Window, false, cols, &mut notes);
+        let want = ["48/0", "3.50\u{2013}3.60", "0.13\u{2013}0.52"];
+        assert_eq!(window, Group::Values(want.map(String::from).to_vec()));
+        // Headless, the column stays empty (a server that drew nothing).
+        let first = group(&rounds, Scenario::First, true, cols, &mut notes);
+        let Group::Values(cells) = first else {
+            panic!()
+        };
+        assert_eq!(cells[2], "", "{cells:?}");
     }
 
     #[test]

@@ -35,6 +35,16 @@ impl Screen {
     }
 
     /// The `DISPLAY` value for window runs, or why there is none.
+    /// CPU seconds (user + system) the bench's own server has spent so
+    /// far; `None` for a display it did not start, or where the system
+    /// does not say.
+    pub fn server_cpu(&self) -> Option<f64> {
+        match self {
+            Screen::Own(x) => x.cpu_seconds(),
+            Screen::Given(_) | Screen::Missing(_) => None,
+        }
+    }
+
     pub fn display(&self) -> Result<&str, &str> {
         match self {
             Screen::Own(x) => Ok(&x.display),
@@ -105,6 +115,18 @@ impl Xvfb {
         Ok(x)
     }
 
+    /// The server's CPU seconds so far, from `/proc` (Linux).
+    #[cfg(target_os = "linux")]
+    fn cpu_seconds(&self) -> Option<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).ok()?;
+        Some(cpu_ticks(&stat)? as f64 / ticks_per_second()?)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn cpu_seconds(&self) -> Option<f64> {
+        None
+    }
+
     /// Waits until the server accepts a connection on its socket.
     #[cfg(unix)]
     fn wait_ready(&self, number: u32) -> Result<(), String> {
@@ -139,5 +161,42 @@ impl Drop for Xvfb {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// User + system clock ticks of a `/proc/PID/stat` line: its 14th and 15th
+/// fields, counted after the command name, which is in parentheses and may
+/// hold spaces and parentheses itself.
+fn cpu_ticks(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    // The fields after the name start at the 3rd (the state).
+    let mut fields = after_name.split_whitespace().skip(14 - 3);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    user.checked_add(system)
+}
+
+/// Clock ticks a second, as `/proc` counts them.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)] // sysconf is a C call that reads a constant
+fn ticks_per_second() -> Option<f64> {
+    // SAFETY: sysconf takes an integer name and returns an integer; it
+    // touches no memory of ours.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks > 0).then_some(ticks as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stat_lines_cpu_ticks_are_read_after_the_command_name() {
+        // A name with a space and a parenthesis, as a process may take.
+        let line = "4242 (X (odd) name) S 1 4242 4242 0 -1 4194560 900 0 0 0 \
+                    123 45 0 0 20 0 1 0 777 1000 100 18446744073709551615";
+        assert_eq!(cpu_ticks(line), Some(168));
+        assert_eq!(cpu_ticks("4242 (Xvfb) S 1 2"), None, "cut short");
+        assert_eq!(cpu_ticks("no name here"), None);
     }
 }

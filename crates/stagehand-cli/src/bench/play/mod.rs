@@ -84,6 +84,7 @@ pub fn run(setup: &Setup) -> Result<(), Failure> {
         size: setup.size,
         common: &setup.common,
         display,
+        screen: screen.as_ref(),
         runs: &runs,
         round,
     };
@@ -177,7 +178,12 @@ fn play_rounds<'a>(
             };
             for p in turn(players.len(), round) {
                 written.warm();
+                let before = ctx.server_cpu(row.scenario);
                 let outcome = players[p].run(written, row.scenario, &ctx);
+                let spent = before
+                    .zip(ctx.server_cpu(row.scenario))
+                    .map(|(before, after)| after - before);
+                let outcome = outcome.with_server_cpu(spent);
                 log(setup, round, row, &players[p], &outcome)?;
                 outcomes[r][p].push(outcome);
             }

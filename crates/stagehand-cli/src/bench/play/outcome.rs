@@ -42,9 +42,24 @@ pub struct Measured {
     pub held_all: Option<bool>,
     /// CPU seconds of the whole process, user + system.
     pub cpu: Option<f64>,
+    /// CPU seconds the bench's own X server spent during the run (window
+    /// runs): the drawing the player asked of it.
+    pub server_cpu: Option<f64>,
 }
 
 impl Outcome {
+    /// This outcome with the X server's CPU seconds over the run, where
+    /// it ran.
+    pub fn with_server_cpu(self, seconds: Option<f64>) -> Self {
+        match self {
+            Outcome::Ran(m) => Outcome::Ran(Measured {
+                server_cpu: seconds,
+                ..m
+            }),
+            other => other,
+        }
+    }
+
     /// One line for the progress log.
     pub fn brief(&self) -> String {
         match self {
@@ -61,6 +76,9 @@ impl Outcome {
                 }
                 if let Some(cpu) = m.cpu {
                     s += &format!(", {cpu:.2} CPU s");
+                }
+                if let Some(server) = m.server_cpu {
+                    s += &format!(" (X server {server:.2})");
                 }
                 s
             }

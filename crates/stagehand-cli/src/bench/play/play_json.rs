@@ -29,6 +29,7 @@ pub fn measured(stdout: &str, scenario: Scenario, frames: u32) -> Result<Measure
         },
         held_all: held_all(&report, p, scenario, frames),
         cpu: None,
+        server_cpu: None,
     })
 }
 

@@ -205,6 +205,9 @@ pub struct Context<'a> {
     pub common: &'a Common,
     /// `DISPLAY` for window runs, or why there is none.
     pub display: Result<&'a str, &'a str>,
+    /// The display's server, where the bench started it (its CPU time is
+    /// read around each window run).
+    pub screen: Option<&'a super::display::Screen>,
     /// Where each run's output is kept.
     pub runs: &'a Path,
     /// The round, from 1.
@@ -212,6 +215,14 @@ pub struct Context<'a> {
 }
 
 impl Context<'_> {
+    /// The bench's X server's CPU seconds so far, for a window scenario.
+    pub fn server_cpu(&self, scenario: Scenario) -> Option<f64> {
+        if !scenario.windowed() {
+            return None;
+        }
+        self.screen?.server_cpu()
+    }
+
     /// The name of a run's files under `runs`.
     fn stem(&self, label: &str, footage: &Written, scenario: Scenario) -> String {
         format!(

@@ -36,6 +36,11 @@ pub fn render(rows: &[Row], players: &[Player], outcomes: &Outcomes) -> String {
     let columns = Columns {
         later: rows.iter().any(|r| r.scenario.passes() > 1),
         uploads: rows.iter().any(|r| r.scenario == Scenario::Tier),
+        server: outcomes
+            .iter()
+            .flatten()
+            .flatten()
+            .any(|o| matches!(o, Outcome::Ran(m) if m.server_cpu.is_some())),
     };
     let mut notes = Notes::default();
     let lines: Vec<Line> = rows
@@ -190,6 +195,10 @@ fn legend(columns: Columns, lines: &[Line]) -> String {
     );
     if columns.later {
         text += "missed 2nd+: frames missed on the passes after the first (the loops).\n";
+    }
+    if columns.server {
+        text += "X CPU s: user + system seconds of the bench's own X server during the run (window \
+                 runs): what drawing the player's frames cost the display, on the same cores.\n";
     }
     if columns.uploads {
         text += "uploads 2nd+: frames uploaded for the passes after the first (GPU tier runs); a range \
