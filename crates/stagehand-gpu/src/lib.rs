@@ -30,7 +30,9 @@ pub mod pool;
 mod sync;
 pub mod upload;
 
-pub use backend::wgpu::{CommandEncoder, Device, Gpu, GpuOptions, Queue, RenderBundleEncoder};
+pub use backend::wgpu::{
+    CommandEncoder, Device, Gpu, GpuOptions, HostRegion, Queue, RenderBundleEncoder,
+};
 pub use diag::{ObjectKind, Report, Tracked};
 pub use error::{Error, Label, Result};
 pub use wgpu;

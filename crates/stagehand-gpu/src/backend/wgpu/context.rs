@@ -248,11 +248,27 @@ fn open_device(
             .unwrap_or_else(|| adapter.limits()),
         ..Default::default()
     };
+    let refused = |reason: String| Error::RequestDevice {
+        adapter: describe(&adapter.get_info()),
+        reason,
+    };
+    // Opened able to import host memory where the adapter can (Vulkan with
+    // VK_EXT_external_memory_host), else as wgpu opens it.
+    #[cfg(any(windows, all(unix, not(target_vendor = "apple"))))]
+    let (device, queue, host) = match super::host_import::open(adapter, &desc) {
+        Some(opened) => {
+            let (device, queue, host) = opened.map_err(refused)?;
+            (device, queue, Some(host))
+        }
+        None => {
+            let (device, queue) = pollster::block_on(adapter.request_device(&desc))
+                .map_err(|e| refused(e.to_string()))?;
+            (device, queue, None)
+        }
+    };
+    #[cfg(not(any(windows, all(unix, not(target_vendor = "apple")))))]
     let (device, queue) =
-        pollster::block_on(adapter.request_device(&desc)).map_err(|e| Error::RequestDevice {
-            adapter: describe(&adapter.get_info()),
-            reason: e.to_string(),
-        })?;
+        pollster::block_on(adapter.request_device(&desc)).map_err(|e| refused(e.to_string()))?;
     let sink = Arc::clone(tracker);
     // wgpu's default handler panics; an error stagehand did not scope is
     // recorded for the report instead, so bad input never aborts the process.
@@ -263,6 +279,8 @@ fn open_device(
     let device = Device::new(
         Tracked::new(tracker, ObjectKind::Device, 0, None, device),
         adapter.clone(),
+        #[cfg(any(windows, all(unix, not(target_vendor = "apple"))))]
+        host,
     );
     let queue = Queue::new(
         Tracked::new(tracker, ObjectKind::Queue, 0, None, queue),

@@ -18,6 +18,10 @@ pub struct Device {
     device: Tracked<wgpu::Device>,
     /// Kept to ask which usages each texture format allows.
     adapter: wgpu::Adapter,
+    /// How host memory becomes buffers, where the device was opened able
+    /// to ([`Device::import_host_memory`]).
+    #[cfg(any(windows, all(unix, not(target_vendor = "apple"))))]
+    host: Option<super::host_import::HostImport>,
 }
 
 /// What an error scope caught.
@@ -84,8 +88,64 @@ impl Device {
         scoped_call(&self.device, f)
     }
 
-    pub(crate) fn new(device: Tracked<wgpu::Device>, adapter: wgpu::Adapter) -> Self {
-        Self { device, adapter }
+    pub(crate) fn new(
+        device: Tracked<wgpu::Device>,
+        adapter: wgpu::Adapter,
+        #[cfg(any(windows, all(unix, not(target_vendor = "apple"))))] host: Option<
+            super::host_import::HostImport,
+        >,
+    ) -> Self {
+        Self {
+            device,
+            adapter,
+            #[cfg(any(windows, all(unix, not(target_vendor = "apple"))))]
+            host,
+        }
+    }
+
+    /// The alignment host memory needs, start and length, to be imported
+    /// ([`Device::import_host_memory`]); `None` where this device cannot
+    /// import it (not Vulkan, or a driver without
+    /// `VK_EXT_external_memory_host`).
+    pub fn host_import_alignment(&self) -> Option<usize> {
+        #[cfg(any(windows, all(unix, not(target_vendor = "apple"))))]
+        return self.host.as_ref().map(|h| h.alignment());
+        #[cfg(not(any(windows, all(unix, not(target_vendor = "apple")))))]
+        None
+    }
+
+    /// `region` as a buffer that copies read from and write to in place
+    /// (`COPY_SRC | COPY_DST`, `region.len()` bytes, counted): no copy
+    /// into memory of the device's own on the way. The region stays alive
+    /// until the device has destroyed the buffer, after the last
+    /// submission that used it. `None` where this device cannot import
+    /// host memory ([`Device::host_import_alignment`]); a region not
+    /// aligned as it asks is an error.
+    ///
+    /// # Safety
+    ///
+    /// While a submission that uses the buffer may be running, nothing on
+    /// the CPU writes the region, and nothing reads it while a copy into
+    /// it may be running.
+    #[allow(unsafe_code)] // the caller's promise above, passed on
+    pub unsafe fn import_host_memory(
+        &self,
+        region: Box<dyn super::HostRegion>,
+        label: Option<&str>,
+    ) -> Option<Result<Tracked<wgpu::Buffer>>> {
+        #[cfg(any(windows, all(unix, not(target_vendor = "apple"))))]
+        {
+            let host = self.host.as_ref()?;
+            let bytes = region.len() as u64;
+            // SAFETY: the caller's promise is the import's.
+            let made = unsafe { host.import(&self.device, region, label) };
+            Some(made.map(|b| Tracked::new(self.tracker(), ObjectKind::Buffer, bytes, label, b)))
+        }
+        #[cfg(not(any(windows, all(unix, not(target_vendor = "apple")))))]
+        {
+            drop((region, label));
+            None
+        }
     }
 
     /// The tracker that counts this device's objects.

@@ -4,6 +4,7 @@
 mod context;
 mod device;
 mod encoder;
+mod host_import;
 pub mod names;
 pub mod pool;
 mod queue;
@@ -17,6 +18,7 @@ pub use context::{Gpu, GpuOptions, parse_backends};
 pub use device::Device;
 pub(crate) use device::scoped_call;
 pub use encoder::{CommandEncoder, RenderBundleEncoder};
+pub use host_import::HostRegion;
 pub use pool::{
     BufferBackend, BufferPool, TextureBackend, TextureKey, TexturePool, buffer_pool, texture_pool,
 };

@@ -1,0 +1,179 @@
+//! Host memory imported as a device buffer (Vulkan's
+//! `VK_EXT_external_memory_host`): copies read from it and write into it
+//! in place, the memory outlives the buffer's last use, and a region the
+//! device cannot take is an error, not a crash. On a device that cannot
+//! import (GL), the tests say so and check only that.
+
+mod common;
+
+use memmap2::MmapMut;
+use stagehand_gpu::{HostRegion, ObjectKind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A mapping shared with the test, which reads it once the device is done,
+/// counting the handles dropped.
+struct Shared(Arc<MmapMut>, Arc<AtomicUsize>);
+
+impl HostRegion for Shared {
+    fn as_ptr(&self) -> *const u8 {
+        self.0.as_ptr()
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.1.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn wait(gpu: &stagehand_gpu::Gpu) {
+    gpu.device()
+        .poll(wgpu::PollType::wait_indefinitely())
+        .expect("the device finished its work");
+}
+
+#[test]
+#[allow(unsafe_code)] // imports host memory: the tests keep the promise
+fn a_texture_copied_into_imported_host_memory_lands_there_and_the_memory_outlives_the_buffer() {
+    let gpu = common::gpu();
+    let Some(align) = gpu.device().host_import_alignment() else {
+        eprintln!(
+            "SKIPPED: {:?} cannot import host memory (no VK_EXT_external_memory_host)",
+            gpu.info().backend
+        );
+        assert!(
+            // SAFETY: nothing is imported where the device cannot import.
+            unsafe {
+                gpu.device()
+                    .import_host_memory(Box::new(MmapMut::map_anon(4096).unwrap()), None)
+            }
+            .is_none()
+        );
+        return;
+    };
+    // 64 texels of 4 bytes a row (256 bytes, the copy's row alignment), 16 rows.
+    let (w, h) = (64u32, 16u32);
+    let len = ((w * 4 * h) as usize).next_multiple_of(align);
+    let memory = Arc::new(MmapMut::map_anon(len).unwrap());
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let region = Box::new(Shared(Arc::clone(&memory), Arc::clone(&dropped)));
+    // SAFETY: the test reads the memory only after waiting for the copy.
+    let buffer = unsafe { gpu.device().import_host_memory(region, Some("imported")) }
+        .expect("the device imports")
+        .expect("a page-aligned mapping imports");
+    assert_eq!(buffer.size(), len as u64);
+
+    let texels: Vec<u8> = (0..w * h * 4).map(|i| (i * 7 % 251) as u8).collect();
+    let texture = gpu
+        .device()
+        .create_texture(&wgpu::TextureDescriptor {
+            usage: wgpu::TextureUsages::COPY_SRC | wgpu::TextureUsages::COPY_DST,
+            ..common::texture_desc("source", w, h, 1)
+        })
+        .unwrap();
+    gpu.queue().write_texture(
+        texture.as_image_copy(),
+        &texels,
+        wgpu::TexelCopyBufferLayout {
+            offset: 0,
+            bytes_per_row: Some(w * 4),
+            rows_per_image: None,
+        },
+        texture.size(),
+    );
+    let mut encoder = gpu
+        .device()
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor::default())
+        .unwrap();
+    encoder.copy_texture_to_buffer(
+        texture.as_image_copy(),
+        wgpu::TexelCopyBufferInfo {
+            buffer: &buffer,
+            layout: wgpu::TexelCopyBufferLayout {
+                offset: 0,
+                bytes_per_row: Some(w * 4),
+                rows_per_image: None,
+            },
+        },
+        texture.size(),
+    );
+    gpu.queue().submit([encoder.finish().unwrap()]).unwrap();
+    wait(&gpu);
+    assert_eq!(
+        &memory[..texels.len()],
+        &texels[..],
+        "the copy wrote the host memory itself"
+    );
+
+    // And the other way: the imported memory as a copy's source.
+    let back = gpu
+        .device()
+        .create_buffer(&wgpu::BufferDescriptor {
+            label: Some("back"),
+            size: 256,
+            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+            mapped_at_creation: false,
+        })
+        .unwrap();
+    let mut encoder = gpu
+        .device()
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor::default())
+        .unwrap();
+    encoder.copy_buffer_to_buffer(&buffer, 256, &back, 0, 256);
+    gpu.queue().submit([encoder.finish().unwrap()]).unwrap();
+    back.slice(..)
+        .map_async(wgpu::MapMode::Read, |r| r.unwrap());
+    wait(&gpu);
+    assert_eq!(
+        &back.slice(..).get_mapped_range().unwrap()[..],
+        &texels[256..512]
+    );
+
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        0,
+        "held while the buffer lives"
+    );
+    let buffers = gpu.tracker().snapshot().get(ObjectKind::Buffer).count;
+    drop(buffer);
+    wait(&gpu);
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        1,
+        "let go once the device destroyed the buffer"
+    );
+    assert_eq!(
+        gpu.tracker().snapshot().get(ObjectKind::Buffer).count,
+        buffers - 1,
+        "the imported buffer was counted while it lived"
+    );
+}
+
+#[test]
+#[allow(unsafe_code)] // imports host memory: nothing uses it
+fn host_memory_not_aligned_as_the_device_asks_is_an_error() {
+    let gpu = common::gpu();
+    let Some(align) = gpu.device().host_import_alignment() else {
+        eprintln!("SKIPPED: this device cannot import host memory");
+        return;
+    };
+    struct Offset(MmapMut);
+    impl HostRegion for Offset {
+        fn as_ptr(&self) -> *const u8 {
+            self.0[64..].as_ptr()
+        }
+        fn len(&self) -> usize {
+            self.0.len() - 64
+        }
+    }
+    let region = Box::new(Offset(MmapMut::map_anon(4 * align).unwrap()));
+    // SAFETY: the import is refused; nothing uses the memory.
+    let err = unsafe { gpu.device().import_host_memory(region, Some("offset")) }
+        .expect("the device imports")
+        .expect_err("a start off the alignment is refused");
+    assert!(err.to_string().contains("multiple of"), "{err}");
+}
