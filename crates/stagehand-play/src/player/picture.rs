@@ -62,6 +62,27 @@ impl PictureReader {
         size: (u32, u32),
         with: impl FnOnce(&[u8], u32) -> R,
     ) -> Result<Option<R>, PlayError> {
+        let target = self.draw(player, size)?;
+        self.read_back(&target, with)
+    }
+
+    /// Reads back `target` (what [`PictureReader::draw`] returned) and
+    /// hands `with` its rows, as [`PictureReader::read`] does.
+    pub(crate) fn read_back<R>(
+        &mut self,
+        target: &wgpu::Texture,
+        with: impl FnOnce(&[u8], u32) -> R,
+    ) -> Result<Option<R>, PlayError> {
+        Ok(self.readback.read(&self.gpu, target, with)?)
+    }
+
+    /// Draws the frame `player` shows at `size` into the target, and
+    /// returns the target.
+    pub(crate) fn draw(
+        &mut self,
+        player: &Player,
+        size: (u32, u32),
+    ) -> Result<wgpu::Texture, PlayError> {
         let sides = 1..=MAX_OUTPUT_SIDE;
         if !(sides.contains(&size.0) && sides.contains(&size.1)) {
             return Err(PlayError::InvalidOption(format!(
@@ -77,7 +98,12 @@ impl PictureReader {
             .create_command_encoder(&Default::default())?;
         draw_letterboxed(player, &mut encoder, &view, self.format, size)?;
         self.gpu.queue().submit([encoder.finish()?])?;
-        Ok(self.readback.read(&self.gpu, &target, with)?)
+        Ok(target)
+    }
+
+    /// The GPU the reader draws on.
+    pub(crate) fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
     }
 
     /// The target at `size`, made anew when the size changed.

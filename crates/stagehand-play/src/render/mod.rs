@@ -406,7 +406,12 @@ impl Renderer {
         }
     }
 
-    /// Reads back what the last draw put in the offscreen target into a
+    /// The offscreen target the last draw went into.
+    pub(crate) fn output(&self) -> &wgpu::Texture {
+        &self.output
+    }
+
+    /// Copies the offscreen target (the last draw) into the read-back
     /// buffer kept for it, and hands `with` its rows (4 bytes a texel, in
     /// the target's format) and their pitch in bytes: a window presented
     /// by copying its pixels. `None` if the read failed (a lost device).

@@ -18,16 +18,36 @@ mod x11;
 mod x11 {
     pub(crate) const FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 
+    pub(crate) fn format_for(_: &stagehand_gpu::Gpu) -> wgpu::TextureFormat {
+        FORMAT
+    }
+
     /// Never made.
     pub(crate) enum X11Present {}
 
     impl X11Present {
-        pub(crate) fn open(_: &winit::window::Window) -> Option<Self> {
+        pub(crate) fn open(_: &winit::window::Window, _: wgpu::TextureFormat) -> Option<Self> {
             None
         }
 
-        pub(crate) fn open_id(_: Option<&str>, _: u32) -> Result<Self, String> {
+        pub(crate) fn open_id(
+            _: Option<&str>,
+            _: u32,
+            _: wgpu::TextureFormat,
+        ) -> Result<Self, String> {
             Err("this platform has no X11".into())
+        }
+
+        pub(crate) fn format(&self) -> wgpu::TextureFormat {
+            match *self {}
+        }
+
+        pub(crate) fn put_texture(
+            &self,
+            _: &stagehand_gpu::Gpu,
+            _: &wgpu::Texture,
+        ) -> Result<bool, String> {
+            match *self {}
         }
 
         pub(crate) fn size(&self) -> Result<(u32, u32), String> {
@@ -442,16 +462,26 @@ impl Screen {
         if !native::software_adapter(gpu) || present != PresentChoice::Auto {
             return None;
         }
-        let put = x11::X11Present::open(window)?;
+        let put = x11::X11Present::open(window, x11::format_for(gpu))?;
         let present_mode = put.request().into();
+        let format = put.format();
         self.present = Some(Present::Put(Box::new(put)));
         Some(SurfaceInfo {
-            format: format!("{:?}", x11::FORMAT),
+            format: format!("{format:?}"),
             present_mode,
-            reason: "software adapter: drawn into a target of the player's own and copied \
+            reason: match format {
+                wgpu::TextureFormat::Bgra8Unorm => {
+                    "software adapter: drawn into a target of the player's own, which the \
+                     device copies straight into memory shared with the X server where it \
+                     has that; the player's clock paces"
+                }
+                _ => {
+                    "software adapter: drawn into a target of the player's own and copied \
                      to the X server, in memory shared with it where it has that; \
                      the player's clock paces"
-                .into(),
+                }
+            }
+            .into(),
             refresh_hz: None,
         })
     }
@@ -469,7 +499,7 @@ impl Screen {
     pub(crate) fn format(&self) -> wgpu::TextureFormat {
         match &self.present {
             Some(Present::Surface(s)) => s.config.format.remove_srgb_suffix(),
-            Some(Present::Put(_)) => x11::FORMAT,
+            Some(Present::Put(put)) => put.format(),
             None => wgpu::TextureFormat::Bgra8Unorm,
         }
     }
@@ -508,6 +538,28 @@ impl Screen {
         match &self.present {
             Some(Present::Put(put)) => put.put(pixels, pitch, height).is_ok(),
             _ => false,
+        }
+    }
+
+    /// Puts `texture` (drawn at the window's size in
+    /// [`Screen::format`]) into the window by the device's own copy into
+    /// memory shared with the X server, where it can go that way;
+    /// `None` where it cannot (the caller reads it back and
+    /// [puts](Screen::put) the rows). `Some(shown)` as [`Screen::put`].
+    pub(crate) fn put_texture(&mut self, gpu: &Gpu, texture: &wgpu::Texture) -> Option<bool> {
+        if !self.drawable() {
+            return Some(false);
+        }
+        let Some(Present::Put(put)) = &self.present else {
+            return None;
+        };
+        match put.put_texture(gpu, texture) {
+            Ok(false) => None,
+            Ok(true) => {
+                self.app.resized = false;
+                Some(true)
+            }
+            Err(_) => Some(false),
         }
     }
 

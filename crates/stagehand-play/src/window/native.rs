@@ -50,9 +50,11 @@ impl NativeWindow {
     /// does not exist, or whose pixels the server would need converted,
     /// is [`PlayError::NoDisplay`] with the reason.
     pub fn open_x11(gpu: &Arc<Gpu>, display: Option<&str>, window: u32) -> Result<Self, PlayError> {
-        let x11 = X11Present::open_id(display, window).map_err(PlayError::NoDisplay)?;
+        let x11 = X11Present::open_id(display, window, x11::format_for(gpu))
+            .map_err(PlayError::NoDisplay)?;
+        let reader = PictureReader::new(gpu, x11.format())?;
         Ok(Self {
-            target: Target::Put(Box::new((x11, PictureReader::new(gpu, x11::FORMAT)?))),
+            target: Target::Put(Box::new((x11, reader))),
         })
     }
 
@@ -156,8 +158,18 @@ fn put(
     if size.0 == 0 || size.1 == 0 {
         return Ok(size);
     }
+    let target = reader.draw(player, size)?;
+    let gpu = Arc::clone(reader.gpu());
+    // Straight into the memory shared with the server where the device
+    // can copy there; else read back and put.
+    if x11
+        .put_texture(&gpu, &target)
+        .map_err(PlayError::NoDisplay)?
+    {
+        return Ok(size);
+    }
     reader
-        .read(player, size, |pixels, pitch| x11.put(pixels, pitch, size.1))?
+        .read_back(&target, |pixels, pitch| x11.put(pixels, pitch, size.1))?
         .transpose()
         .map_err(PlayError::NoDisplay)?;
     Ok(size)

@@ -31,8 +31,11 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::os::fd::{FromRawFd, OwnedFd};
 
-use memmap2::MmapMut;
+use memmap2::MmapRaw;
 use parking_lot::Mutex;
+use stagehand_gpu::diag::Tracked;
+use stagehand_gpu::{Gpu, HostRegion};
+use std::sync::Arc;
 use winit::raw_window_handle::{HasWindowHandle, RawWindowHandle};
 use winit::window::Window;
 use x11rb::connection::{Connection, RequestConnection};
@@ -44,9 +47,22 @@ use x11rb::protocol::xproto::{
 };
 use x11rb::rust_connection::RustConnection;
 
-/// The texture format frames for the window are drawn in (red first;
-/// [`X11Present::put`] hands the server blue first).
+/// The texture format frames for the window are drawn in where they are
+/// read back to the CPU (red first; [`X11Present::put`] hands the server
+/// blue first).
 pub(crate) const FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
+
+/// The format frames for a window are drawn in on `gpu`: blue first
+/// (the server's own order) where the device copies them straight into
+/// the memory shared with the server ([`X11Present::put_texture`]), so
+/// neither the device nor the CPU touches a pixel on the way; else
+/// [`FORMAT`].
+pub(crate) fn format_for(gpu: &Gpu) -> wgpu::TextureFormat {
+    match gpu.device().host_import_alignment() {
+        Some(_) => wgpu::TextureFormat::Bgra8Unorm,
+        None => FORMAT,
+    }
+}
 
 /// The X11 window id of `window`, if it is an X11 window.
 pub(crate) fn window_id(window: RawWindowHandle) -> Option<u32> {
@@ -65,6 +81,8 @@ pub(crate) struct X11Present {
     gc: u32,
     /// The window's depth (24, or 32 for a visual with alpha).
     depth: u8,
+    /// The byte order of the pixels [`X11Present::put`] is given.
+    format: wgpu::TextureFormat,
     /// How frames reach the server.
     path: Mutex<Path>,
 }
@@ -83,24 +101,54 @@ enum Path {
 struct Segment {
     /// The server's name for it.
     seg: shm::Seg,
-    map: MmapMut,
+    map: Arc<MmapRaw>,
     /// A put from it the server may not have finished reading.
     in_flight: bool,
+    /// The same memory as a buffer the device copies frames into.
+    device: DeviceCopy,
+}
+
+/// Whether the device copies frames into a segment.
+enum DeviceCopy {
+    /// Not tried yet.
+    Untried,
+    /// Into this buffer, the segment's memory imported.
+    Into(Tracked<wgpu::Buffer>),
+    /// The device could not import the memory: frames are read back.
+    Refused,
+}
+
+/// The shared memory as the device's: kept mapped until the device has
+/// destroyed the buffer that aliases it.
+struct SharedWithDevice(Arc<MmapRaw>);
+
+impl HostRegion for SharedWithDevice {
+    fn as_ptr(&self) -> *const u8 {
+        self.0.as_ptr()
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
 }
 
 impl X11Present {
     /// Connects to the X server of `window` (the `DISPLAY` the event loop
     /// uses); `None` where the window is not an X11 one, or the server
     /// would need the pixels converted.
-    pub(crate) fn open(window: &Window) -> Option<Self> {
+    pub(crate) fn open(window: &Window, format: wgpu::TextureFormat) -> Option<Self> {
         let id = window_id(window.window_handle().ok()?.as_raw())?;
-        Self::open_id(None, id).ok()
+        Self::open_id(None, id, format).ok()
     }
 
     /// Connects to `display` (`None`: the `DISPLAY` of the environment)
     /// to draw into the window `id`, which another program (a toolkit)
-    /// made; the error says why it cannot.
-    pub(crate) fn open_id(display: Option<&str>, id: u32) -> Result<Self, String> {
+    /// made; the error says why it cannot. Frames are given to
+    /// [`X11Present::put`] in `format` (`Rgba8Unorm` or `Bgra8Unorm`).
+    pub(crate) fn open_id(
+        display: Option<&str>,
+        id: u32,
+        format: wgpu::TextureFormat,
+    ) -> Result<Self, String> {
         let (conn, _) = x11rb::connect(display).map_err(|e| format!("no X server: {e}"))?;
         let (depth, visual) = depth_and_visual(&conn, id)?;
         if !takes_bgra(conn.setup(), depth, visual) {
@@ -118,8 +166,14 @@ impl X11Present {
             window: id,
             gc,
             depth,
+            format,
             path: Mutex::new(path),
         })
+    }
+
+    /// The byte order of the pixels this window is given.
+    pub(crate) fn format(&self) -> wgpu::TextureFormat {
+        self.format
     }
 
     /// The request frames go to the server with (so far): `ShmPutImage`
@@ -142,9 +196,10 @@ impl X11Present {
         Ok((u32::from(g.width), u32::from(g.height)))
     }
 
-    /// Puts `height` rows of `pixels` ([`FORMAT`], `pitch` bytes a row) at
-    /// the window's top-left corner, red and blue swapped for the server; columns past its right edge are
-    /// clipped. Returns the server's error, if it reported one.
+    /// Puts `height` rows of `pixels` (in [`X11Present::format`], `pitch`
+    /// bytes a row) at the window's top-left corner, red and blue swapped
+    /// for the server where they come red first; columns past its right
+    /// edge are clipped. Returns the server's error, if it reported one.
     pub(crate) fn put(&self, pixels: &[u8], pitch: u32, height: u32) -> Result<(), String> {
         let width = u16::try_from(pitch / 4).map_err(|e| e.to_string())?;
         let height = u16::try_from(height).map_err(|e| e.to_string())?;
@@ -162,8 +217,83 @@ impl X11Present {
             unreachable!("shared puts returned above")
         };
         rows.resize(pixels.len(), 0);
-        swap_red_and_blue(pixels, rows);
+        self.to_server_order(pixels, rows);
         self.put_socket(rows, width, height)
+    }
+
+    /// Puts `texture` (`Bgra8Unorm`, the window's size or wider) to the
+    /// window by having the device copy it straight into the memory
+    /// shared with the server, and the server read it from there: no
+    /// read-back buffer, no copy on the CPU. `Ok(false)` where frames
+    /// cannot go that way (no shared memory, a device that cannot import
+    /// it, another format): the caller reads the texture back and
+    /// [puts](Self::put) the rows.
+    pub(crate) fn put_texture(&self, gpu: &Gpu, texture: &wgpu::Texture) -> Result<bool, String> {
+        let Some(align) = gpu.device().host_import_alignment() else {
+            return Ok(false);
+        };
+        if texture.format() != wgpu::TextureFormat::Bgra8Unorm || self.format != texture.format() {
+            return Ok(false);
+        }
+        let mut path = self.path.lock();
+        let Path::Shared(segment) = &mut *path else {
+            return Ok(false);
+        };
+        let (w, h) = (texture.width(), texture.height());
+        let pitch = (w * 4).next_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT);
+        let (Ok(width), Ok(height)) = (u16::try_from(pitch / 4), u16::try_from(h)) else {
+            return Ok(false);
+        };
+        let len = (pitch as usize * h as usize).next_multiple_of(align);
+        if let Some(held) = segment {
+            self.settle(held)?;
+        }
+        if segment.as_ref().is_none_or(|s| s.map.len() < len) {
+            if let Some(old) = segment.take() {
+                drop(self.conn.shm_detach(old.seg));
+            }
+            let Some(made) = Segment::new(&self.conn, len) else {
+                *path = Path::Socket(Vec::new());
+                return Ok(false);
+            };
+            *segment = Some(made);
+        }
+        let Some(held) = segment else {
+            unreachable!("made above")
+        };
+        if matches!(held.device, DeviceCopy::Untried) {
+            let region = Box::new(SharedWithDevice(Arc::clone(&held.map)));
+            // SAFETY: the CPU writes the segment only in `put_shared`,
+            // never while a copy into it is in flight: each copy is
+            // waited for below before this returns.
+            #[allow(unsafe_code)]
+            let imported = unsafe {
+                gpu.device()
+                    .import_host_memory(region, Some("window shared memory"))
+            };
+            held.device = match imported {
+                Some(Ok(buffer)) => DeviceCopy::Into(buffer),
+                _ => DeviceCopy::Refused,
+            };
+        }
+        let DeviceCopy::Into(buffer) = &held.device else {
+            return Ok(false);
+        };
+        let copied = copy_and_wait(gpu, texture, buffer, pitch);
+        copied.map_err(|e| format!("copying the frame into shared memory: {e}"))?;
+        self.put_from(held, (width, height)).map_err(|e| match e {
+            Sharing::Refused => "the server refused shared memory".to_owned(),
+            Sharing::Failed(e) => e,
+        })?;
+        Ok(true)
+    }
+
+    /// Copies `pixels` into `to` in the order the server takes them.
+    fn to_server_order(&self, pixels: &[u8], to: &mut [u8]) {
+        match self.format {
+            wgpu::TextureFormat::Bgra8Unorm => to[..pixels.len()].copy_from_slice(pixels),
+            _ => swap_red_and_blue(pixels, to),
+        }
     }
 
     /// Copies `pixels` into the shared segment (made or grown first) and
@@ -187,7 +317,19 @@ impl X11Present {
         let Some(held) = segment else {
             unreachable!("made above")
         };
-        swap_red_and_blue(pixels, &mut held.map[..pixels.len()]);
+        // SAFETY: the mapping is `map.len()` bytes of this process's own
+        // (at least `pixels.len()`, checked above), and nothing else
+        // reads or writes it now: the server has finished reading it
+        // (`settle`), and every device copy into it was waited for.
+        #[allow(unsafe_code)]
+        let map = unsafe { std::slice::from_raw_parts_mut(held.map.as_mut_ptr(), held.map.len()) };
+        self.to_server_order(pixels, &mut map[..pixels.len()]);
+        self.put_from(held, (width, height))
+    }
+
+    /// Asks the server to draw the window from `held`, `width` pixels a
+    /// row, `height` rows.
+    fn put_from(&self, held: &mut Segment, (width, height): (u16, u16)) -> Result<(), Sharing> {
         let put = self.conn.shm_put_image(
             self.window,
             self.gc,
@@ -274,6 +416,41 @@ impl X11Present {
     }
 }
 
+/// Copies `texture` into `buffer`, rows `pitch` bytes apart, and waits
+/// until the copy is done.
+fn copy_and_wait(
+    gpu: &Gpu,
+    texture: &wgpu::Texture,
+    buffer: &wgpu::Buffer,
+    pitch: u32,
+) -> Result<(), String> {
+    let mut encoder = gpu
+        .device()
+        .create_command_encoder(&Default::default())
+        .map_err(|e| e.to_string())?;
+    encoder.copy_texture_to_buffer(
+        texture.as_image_copy(),
+        wgpu::TexelCopyBufferInfo {
+            buffer,
+            layout: wgpu::TexelCopyBufferLayout {
+                offset: 0,
+                bytes_per_row: Some(pitch),
+                rows_per_image: Some(texture.height()),
+            },
+        },
+        texture.size(),
+    );
+    let finished = encoder.finish().map_err(|e| e.to_string())?;
+    let index = gpu.queue().submit([finished]).map_err(|e| e.to_string())?;
+    gpu.device()
+        .poll(wgpu::PollType::Wait {
+            submission_index: Some(index),
+            timeout: None,
+        })
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
 /// Copies the 32-bit pixels of `from` into `to` with their first and third
 /// bytes swapped: red, green, blue, alpha into blue, green, red, alpha.
 /// Whole words, so the compiler makes it a vector loop as fast as a copy.
@@ -305,11 +482,10 @@ impl Segment {
     fn new(conn: &RustConnection, len: usize) -> Option<Self> {
         let file = File::from(memfd()?);
         file.set_len(len as u64).ok()?;
-        // SAFETY: the file is anonymous memory of this process's own
-        // (memfd), sized above and never truncated while mapped; the
-        // server is given it read-only.
-        #[allow(unsafe_code)]
-        let map = unsafe { MmapMut::map_mut(&file) }.ok()?;
+        // The file is anonymous memory of this process's own (memfd),
+        // sized above and never truncated while mapped; the server is
+        // given it read-only.
+        let map = Arc::new(MmapRaw::map_raw(&file).ok()?);
         let seg = conn.generate_id().ok()?;
         conn.shm_attach_fd(seg, OwnedFd::from(file), true)
             .ok()?
@@ -319,6 +495,7 @@ impl Segment {
             seg,
             map,
             in_flight: false,
+            device: DeviceCopy::Untried,
         })
     }
 }
