@@ -379,6 +379,18 @@ impl<S: FrameSlot> FrameQueue<S> {
         self.push_into(frame, pts, |t| t.fill_frame(fill))
     }
 
+    /// Pushes a frame the device copies from where it already is
+    /// ([`InPlace`](super::InPlace)): no staging, no copy on the CPU.
+    /// Otherwise like [`push`](Self::push).
+    pub fn push_in_place(
+        &self,
+        frame: u64,
+        pts: Duration,
+        source: super::InPlace,
+    ) -> Result<Upload, UploadError> {
+        self.push_into(frame, pts, |t| t.copy_frame_in_place(source))
+    }
+
     fn push_into(
         &self,
         frame: u64,

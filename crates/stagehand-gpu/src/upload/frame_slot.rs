@@ -7,7 +7,7 @@ use super::IfFull;
 use super::error::UploadError;
 use super::future::Upload;
 use super::streamed::StreamedBuffer;
-use super::transfer::TransferBackend;
+use super::transfer::{InPlace, TransferBackend};
 use bytes::Bytes;
 
 /// A streamed resource that holds one whole frame.
@@ -28,6 +28,16 @@ pub trait FrameSlot: Send + Sync + 'static {
         &self,
         fill: impl FnOnce(wgpu::WriteOnly<'_, [u8]>, &Self::Layout) + Send + 'static,
     ) -> Result<Upload, UploadError>;
+
+    /// Copies a whole frame from bytes already where the device reads them,
+    /// laid out as staging would be ([`InPlace`]): no staging, no copy on
+    /// the CPU. A slot whose device copies only from staging refuses it.
+    fn copy_frame_in_place(&self, source: InPlace) -> Result<Upload, UploadError> {
+        drop(source);
+        Err(UploadError::InvalidConfig(
+            "this frame slot copies only from staging".into(),
+        ))
+    }
 }
 
 impl<T: TransferBackend> FrameSlot for StreamedBuffer<T> {

@@ -66,7 +66,7 @@ pub use future::{Cancel, StageTimes, Upload, UploadOutcome, UploadPhase, UploadS
 pub use region::{CopyLayout, SourceLayout, TextureRegion};
 pub use resource::{ResourceStats, StagingPolicy};
 pub use streamed::StreamedBuffer;
-pub use transfer::{CopyPlan, TransferBackend};
+pub use transfer::{CopyPlan, InPlace, TransferBackend};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -67,6 +67,8 @@ pub(crate) enum Source {
     Bytes(Bytes),
     /// A closure that writes the data in place on a worker.
     Fill(Fill),
+    /// Bytes the device copies from where they are: no staging.
+    InPlace(super::InPlace),
 }
 
 /// One admitted upload.
@@ -489,6 +491,10 @@ fn direct<T: TransferBackend>(core: &Core<T>, job: Job<T>) {
         Source::Fill(_) => Err(UploadError::InvalidConfig(
             "fill in place needs a staging policy other than Synchronous".into(),
         )),
+        Source::InPlace(source) => {
+            core.backend
+                .submit_in_place(source, &job.resource.target, &job.plan)
+        }
     };
     job.upload.stamp(|t| t.copy_ended = Some(Instant::now()));
     match submitted {

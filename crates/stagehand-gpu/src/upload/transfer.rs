@@ -6,6 +6,7 @@
 
 use super::error::UploadError;
 use super::region::CopyLayout;
+use std::any::Any;
 
 /// Where one upload's bytes go within its resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +38,42 @@ impl CopyPlan {
             Self::Texture(l) => l.staging_bytes(),
             Self::Bytes { len, .. } => *len,
         }
+    }
+}
+
+/// An upload's bytes where they already are, in memory the device copies
+/// from in place: host memory imported as a buffer
+/// ([`Device::import_host_memory`](crate::Device::import_host_memory)),
+/// the frame a decoder wrote. From `offset` they are laid out as the
+/// upload's plan lays out staging (a texture's rows `staging_pitch`
+/// bytes apart), so the device copies them into the resource with no
+/// copy into staging first.
+pub struct InPlace {
+    pub(crate) buffer: wgpu::Buffer,
+    pub(crate) offset: u64,
+    /// Kept until the copy has landed: what keeps the bytes unchanged
+    /// and alive (the frame that holds them).
+    _keep: Box<dyn Any + Send>,
+}
+
+impl InPlace {
+    /// The bytes at `offset` of `buffer`, kept unchanged by `keep`, which
+    /// the engine holds until the copy from them has landed.
+    pub fn new(buffer: wgpu::Buffer, offset: u64, keep: impl Any + Send) -> Self {
+        Self {
+            buffer,
+            offset,
+            _keep: Box::new(keep),
+        }
+    }
+}
+
+impl std::fmt::Debug for InPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InPlace")
+            .field("size", &self.buffer.size())
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
     }
 }
 
@@ -92,6 +129,21 @@ pub trait TransferBackend: Send + Sync + Sized + 'static {
         plan: &CopyPlan,
         data: &[u8],
     ) -> Result<Self::InFlight, UploadError>;
+
+    /// Submits the copy of `plan` from bytes already in memory the device
+    /// reads in place, after everything submitted before it. A backend
+    /// that copies only from its own staging refuses it.
+    fn submit_in_place(
+        &self,
+        source: &InPlace,
+        target: &Self::Target,
+        plan: &CopyPlan,
+    ) -> Result<Self::InFlight, UploadError> {
+        let _ = (source, target, plan);
+        Err(UploadError::InvalidConfig(
+            "this device copies only from staging of its own".into(),
+        ))
+    }
 
     /// Blocks until the copy has landed. After `Ok` the staging it read may
     /// be written again; after `Err` it is not used again.

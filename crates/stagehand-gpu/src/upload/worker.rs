@@ -67,14 +67,20 @@ fn process<T: TransferBackend>(
     Counters::drop_one(&core.counters.queued);
     Counters::bump(&core.counters.active);
     job.upload.stamp(|t| t.copy_started = Some(Instant::now()));
-    let source = std::mem::replace(&mut job.source, Source::Bytes(bytes::Bytes::new()));
     let mut staging = None;
-    let filled = catch_unwind(AssertUnwindSafe(|| {
-        let bytes = job.plan.staging_bytes();
-        let slot = staging.insert(job.resource.take_staging(bytes)?);
-        fill(core, slot, &job.plan, source)
-    }))
-    .unwrap_or_else(|_| Err(panicked("filling staging")));
+    // Bytes already where the device reads them need no staging; they
+    // stay with the job until it lands.
+    let filled = if matches!(job.source, Source::InPlace(_)) {
+        Ok(())
+    } else {
+        let source = std::mem::replace(&mut job.source, Source::Bytes(bytes::Bytes::new()));
+        catch_unwind(AssertUnwindSafe(|| {
+            let bytes = job.plan.staging_bytes();
+            let slot = staging.insert(job.resource.take_staging(bytes)?);
+            fill(core, slot, &job.plan, source)
+        }))
+        .unwrap_or_else(|_| Err(panicked("filling staging")))
+    };
     job.upload.stamp(|t| t.copy_ended = Some(Instant::now()));
     let outcome = {
         // Submitted in turn: this resource's uploads reach the device in the
@@ -89,9 +95,15 @@ fn process<T: TransferBackend>(
             }
             Ok(()) => {
                 job.upload.advance(phase::STARTED, phase::SUBMITTED);
-                let slot = staging.as_mut().expect("filled staging");
-                let submitted = catch_unwind(AssertUnwindSafe(|| {
-                    core.backend.submit(slot, &job.resource.target, &job.plan)
+                let target = &job.resource.target;
+                let submitted = catch_unwind(AssertUnwindSafe(|| match &job.source {
+                    Source::InPlace(source) => {
+                        core.backend.submit_in_place(source, target, &job.plan)
+                    }
+                    _ => {
+                        let slot = staging.as_mut().expect("filled staging");
+                        core.backend.submit(slot, target, &job.plan)
+                    }
                 }))
                 .unwrap_or_else(|_| Err(panicked("submitting the copy")));
                 match submitted {
@@ -166,6 +178,7 @@ fn fill<T: TransferBackend>(
             })?;
             outcome
         }
+        Source::InPlace(_) => Ok(()),
         Source::Bytes(data) => {
             let pool = core.fill.lock().clone();
             let pool = pool.as_deref();

@@ -13,7 +13,7 @@ use super::{BufferBackend, BufferPool, Gpu, scoped_call};
 use crate::diag::Tracked;
 use crate::pool::{Pool, PoolConfig, Pooled};
 use crate::upload::region::{self, CopyLayout, TextureInfo};
-use crate::upload::{CopyPlan, TransferBackend, UploadError};
+use crate::upload::{CopyPlan, InPlace, TransferBackend, UploadError};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -133,9 +133,12 @@ impl WgpuTransfer {
             .map_err(|e| e.to_string())
     }
 
+    /// Records and submits the copy of `plan` from `staging`, whose bytes
+    /// start at `base`.
     fn copy(
         &self,
         staging: &wgpu::Buffer,
+        base: u64,
         target: &WgpuTarget,
         plan: &CopyPlan,
     ) -> Result<(), String> {
@@ -149,12 +152,14 @@ impl WgpuTransfer {
                 CopyPlan::Texture(l),
             ) => {
                 for rows in strips(l, *rows_per_submit) {
-                    self.submit_one(|encoder| copy_strip(encoder, staging, texture, l, rows))?;
+                    self.submit_one(|encoder| {
+                        copy_strip(encoder, (staging, base), texture, l, rows);
+                    })?;
                 }
                 Ok(())
             }
             (WgpuTarget::Buffer(buffer), CopyPlan::Bytes { offset, len }) => {
-                self.submit_one(|e| e.copy_buffer_to_buffer(staging, 0, buffer, *offset, *len))
+                self.submit_one(|e| e.copy_buffer_to_buffer(staging, base, buffer, *offset, *len))
             }
             _ => Err("the copy does not match the resource".into()),
         }
@@ -211,7 +216,7 @@ impl TransferBackend for WgpuTransfer {
     ) -> Result<WgpuInFlight, UploadError> {
         let buffer: &wgpu::Buffer = staging;
         buffer.unmap();
-        self.copy(buffer, target, plan)
+        self.copy(buffer, 0, target, plan)
             .map_err(UploadError::Device)?;
         // Mapping again waits for the copy: its callback is the copy's end,
         // and leaves the buffer ready for the next upload.
@@ -220,6 +225,33 @@ impl TransferBackend for WgpuTransfer {
         buffer.slice(..).map_async(wgpu::MapMode::Write, move |r| {
             fired.fire(r.err().map(|e| e.to_string()))
         });
+        Ok(WgpuInFlight(signal))
+    }
+
+    fn submit_in_place(
+        &self,
+        source: &InPlace,
+        target: &WgpuTarget,
+        plan: &CopyPlan,
+    ) -> Result<WgpuInFlight, UploadError> {
+        let end = source.offset.checked_add(plan.staging_bytes());
+        if end.is_none_or(|end| end > source.buffer.size()) {
+            return Err(UploadError::InvalidConfig(format!(
+                "{} bytes from offset {} of a buffer of {}",
+                plan.staging_bytes(),
+                source.offset,
+                source.buffer.size()
+            )));
+        }
+        self.copy(&source.buffer, source.offset, target, plan)
+            .map_err(UploadError::Device)?;
+        // No staging to map again: the copy's end is the end of the work
+        // submitted so far.
+        let signal = Arc::new(Signal::default());
+        let fired = Arc::clone(&signal);
+        self.gpu
+            .queue()
+            .on_submitted_work_done(move || fired.fire(None));
         Ok(WgpuInFlight(signal))
     }
 
@@ -323,7 +355,7 @@ fn strips(l: &CopyLayout, rows_per_submit: Option<u32>) -> Vec<std::ops::Range<u
 
 fn copy_strip(
     encoder: &mut wgpu::CommandEncoder,
-    staging: &wgpu::Buffer,
+    (staging, base): (&wgpu::Buffer, u64),
     texture: &wgpu::Texture,
     l: &CopyLayout,
     rows: std::ops::Range<u64>,
@@ -335,7 +367,7 @@ fn copy_strip(
     let src = wgpu::TexelCopyBufferInfo {
         buffer: staging,
         layout: wgpu::TexelCopyBufferLayout {
-            offset: l.staging_offset(0, rows.start),
+            offset: base + l.staging_offset(0, rows.start),
             bytes_per_row: Some(l.staging_pitch as u32),
             rows_per_image: Some((rows.end - rows.start) as u32),
         },

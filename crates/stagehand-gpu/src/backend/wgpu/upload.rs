@@ -4,6 +4,7 @@
 
 use super::transfer::{WgpuTarget, WgpuTransfer};
 use super::{BufferPool, Gpu};
+use crate::upload::InPlace;
 use crate::upload::frame_queue::check_depth;
 use crate::upload::region::{self, TextureInfo, staging_pitch};
 use crate::upload::resource::{Source, Streamed};
@@ -227,6 +228,29 @@ impl StreamedTexture {
             .submit(CopyPlan::Texture(layout), Source::Fill(fill), if_full)
     }
 
+    /// Copies `region` from bytes already where the device reads them
+    /// ([`InPlace`]: host memory imported as a buffer), laid out as
+    /// staging would be: one row of blocks every
+    /// [`staging_pitch`](CopyLayout::staging_pitch) bytes from the
+    /// source's offset. No staging is taken and no byte is copied on the
+    /// CPU; the source is held until the copy has landed.
+    pub fn upload_in_place(
+        &self,
+        region: TextureRegion,
+        source: InPlace,
+        if_full: IfFull,
+    ) -> Result<Upload, UploadError> {
+        let layout = region::plan_texture(&self.info, region, SourceLayout::default())?;
+        self.inner
+            .submit(CopyPlan::Texture(layout), Source::InPlace(source), if_full)
+    }
+
+    /// The staging layout of `region`: where an [`InPlace`] source puts
+    /// its rows.
+    pub fn layout_of(&self, region: TextureRegion) -> Result<CopyLayout, UploadError> {
+        region::plan_texture(&self.info, region, SourceLayout::default())
+    }
+
     /// Cancels queued uploads, waits for those in flight, gives back the
     /// staging buffers. Uploads after this fail with [`UploadError::Released`].
     pub fn release(&self) {
@@ -276,6 +300,11 @@ impl FrameSlot for StreamedTexture {
     ) -> Result<Upload, UploadError> {
         let region = TextureRegion::frame(self.texture().size());
         self.upload_with(region, fill, IfFull::Wait)
+    }
+
+    fn copy_frame_in_place(&self, source: InPlace) -> Result<Upload, UploadError> {
+        let region = TextureRegion::frame(self.texture().size());
+        self.upload_in_place(region, source, IfFull::Wait)
     }
 }
 
