@@ -70,6 +70,10 @@ pub struct FrameBufferStats {
     pub reused: u64,
     /// Most bytes of buffers held at once.
     pub peak_bytes: u64,
+    /// Frames the GPU copied from these buffers where their decoder wrote
+    /// them, with no copy into staging first (a device that imports host
+    /// memory, a frame laid out as its upload's staging).
+    pub copied_in_place: u64,
 }
 
 /// One pass over the sequence (looping plays several).
@@ -493,12 +497,19 @@ fn cache_line(c: &CacheStats) -> String {
 
 /// The frame buffers' line: allocated against reused.
 fn buffers_line(b: &FrameBufferStats) -> String {
-    format!(
+    let mut line = format!(
         "{} allocated, {} reused; peak {}",
         b.allocated,
         b.reused,
         human_bytes(b.peak_bytes)
-    )
+    );
+    if b.copied_in_place > 0 {
+        line += &format!(
+            "; {} frames copied to the GPU from where they were decoded",
+            b.copied_in_place
+        );
+    }
+    line
 }
 
 /// The GPU tier's line: what it holds and what it saved.

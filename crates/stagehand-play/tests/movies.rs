@@ -567,8 +567,13 @@ fn a_movie_frame_goes_into_staging_from_the_decoders_own_planes_with_no_copy_bet
     let Pixels::Planes(planes) = &frame.data else {
         panic!("the frame was packed into a buffer: {:?}", frame.data);
     };
+    // Its planes are the player's frame buffers, one after another: an
+    // odd size is not decoded in the upload's layout (the decoder writes
+    // past its rows), so it goes into staging row by row.
     let taken = buffers.stats();
-    assert_eq!((taken.hits, taken.misses), (0, 0), "no frame buffer taken");
+    assert!(taken.misses > 0, "the decoder wrote into the frame buffers");
+    let pitch_of = |f: &stagehand_play::source::Frame| f.info.row_bytes().next_multiple_of(256);
+    assert_eq!(frame.laid_out_as_staging(pitch_of(&frame)), None);
 
     let info = frame.info;
     let (row, height) = (info.row_bytes(), info.texture_size().1 as usize);
@@ -609,4 +614,63 @@ fn a_movie_frame_goes_into_staging_from_the_decoders_own_planes_with_no_copy_bet
             &staging[y * pitch..y * pitch + row]
         );
     }
+}
+
+/// A movie whose size lets its decoder write only inside its rows (16-pixel
+/// multiples, coded as shown, its chroma planes starting on 64-byte
+/// boundaries in the packed layout) is decoded into the player's frame
+/// buffers laid out as its upload lays the frame out in staging. Where the
+/// device imports host memory (lavapipe) each frame after the first (which
+/// comes from the look at the movie when it opens) is copied to the GPU
+/// from there, with no copy into staging; elsewhere (GL) it goes through
+/// staging. Either way the drawn frames are FFmpeg's.
+fn decoded_in_the_uploads_layout(file: &str, pix_fmt: &str, tags: &str) {
+    use stagehand_play::cache::buffers::FrameBuffers;
+    use stagehand_play::source::Frames;
+    if !has_ffmpeg(file) {
+        return;
+    }
+    let dir = temp_dir(file.split('.').next().unwrap());
+    let path = movie(&dir, file, "256x144", pix_fmt, 1, tags);
+    let (gpu, _engine) = support::gpu_and_engine(stagehand_play::wanted_features());
+    let imports = gpu.device().host_import_alignment().is_some();
+    let movie = stagehand_play::source::movie::Movie::open(&path).unwrap();
+    let buffers = FrameBuffers::importing(std::sync::Arc::clone(&gpu));
+    let frame = movie.decode(5, &buffers).unwrap();
+    let pitch = frame.info.row_bytes().next_multiple_of(256);
+    let start = frame
+        .laid_out_as_staging(pitch)
+        .expect("decoded in the upload's layout");
+    assert_eq!(
+        buffers.in_place_at(start).is_some(),
+        imports,
+        "the GPU finds the frame where it lies exactly where it imports host memory"
+    );
+    drop((frame, movie));
+
+    let summary = run(&options(&path, (256, 144), vec![0, 13, 47])).unwrap();
+    let copied = summary.frame_buffers.map_or(0, |b| b.copied_in_place);
+    if imports {
+        assert_eq!(copied, FRAMES - 1, "{summary:?}");
+    } else {
+        eprintln!(
+            "{file}: this device cannot import host memory: every frame went through staging"
+        );
+        assert_eq!(copied, 0, "{summary:?}");
+    }
+    matches_ffmpeg(&path, (256, 144), &[0, 13, 47]);
+}
+
+#[test]
+fn h264_in_the_uploads_layout_is_copied_from_where_it_was_decoded_and_draws_as_ffmpeg_converts_it()
+{
+    let tags = "-c:v libx264 -qp 0 -colorspace bt709 -color_range tv";
+    decoded_in_the_uploads_layout("h264-in-place.mp4", "yuv420p", tags);
+}
+
+#[test]
+fn prores_in_the_uploads_layout_is_copied_from_where_it_was_decoded_and_draws_as_ffmpeg_converts_it()
+ {
+    let tags = "-c:v prores_ks -profile:v 3 -colorspace bt709 -color_range tv";
+    decoded_in_the_uploads_layout("prores-in-place.mov", "yuv422p10le", tags);
 }

@@ -41,8 +41,8 @@ pub(crate) use picture::draw_letterboxed;
 use run::Run;
 use stagehand_gpu::Gpu;
 use stagehand_gpu::upload::{
-    CopyLayout, EngineConfig, FrameQueue, FrameQueueConfig, Upload, UploadEngine, UploadError,
-    UploadStatus,
+    CopyLayout, EngineConfig, FrameQueue, FrameQueueConfig, InPlace, Upload, UploadEngine,
+    UploadError, UploadStatus,
 };
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -139,6 +139,8 @@ struct Counters {
     skipped: Mutex<std::collections::VecDeque<Tick>>,
     /// How long before its time the producer must start on a frame.
     lead: Lead,
+    /// Frames pushed for the GPU to copy from where they were decoded.
+    in_place: AtomicU64,
 }
 
 /// Everything one run shares between its threads.
@@ -280,7 +282,7 @@ fn play_to_end(
         Feed::Frames { frames, .. } => frames.decoders(options.threads),
         Feed::Synthetic(_) => 0,
     };
-    let shared = shared_state(queue, options, &opened, held, period, decoders, tier);
+    let shared = shared_state(gpu, queue, options, &opened, held, decoders, tier);
     let audio = open_audio(options, &opened)?;
     if let Some(a) = &audio {
         a.keep_time(&shared.clock);
@@ -416,14 +418,15 @@ fn gpu_tier(
 
 /// What the render loop, the producer and the decoders share.
 fn shared_state(
+    gpu: &Arc<Gpu>,
     queue: Arc<FrameQueue>,
     options: &PlayOptions,
     opened: &Opened,
     held: bool,
-    period: Duration,
     decoders: usize,
     tier: Option<Tier>,
 ) -> Arc<Shared> {
+    let period = Duration::from_secs_f64(1.0 / options.fps);
     Arc::new(Shared {
         queue,
         route: Route::new(opened.len, opened.start, options.looped),
@@ -443,7 +446,9 @@ fn shared_state(
         texture: opened.plan.texture,
         timeline: options.timeline.clone(),
         tier,
-        buffers: FrameBuffers::new(),
+        // Where the GPU imports host memory, a frame decoded into these in
+        // its upload's layout goes up from where it lies.
+        buffers: FrameBuffers::importing(Arc::clone(gpu)),
     })
 }
 
@@ -830,7 +835,7 @@ fn output_line(output: &Output<'_>) -> String {
 }
 
 /// The frame buffers the decoders wrote into, for a source that decodes
-/// into them (a movie's frames stay in its decoder's own: none).
+/// into them.
 fn frame_buffers(shared: &Shared, feed: &Feed) -> Option<FrameBufferStats> {
     match feed {
         Feed::Frames { .. } => {
@@ -839,6 +844,7 @@ fn frame_buffers(shared: &Shared, feed: &Feed) -> Option<FrameBufferStats> {
                 allocated: b.misses,
                 reused: b.hits,
                 peak_bytes: b.peak_held,
+                copied_in_place: shared.counters.in_place.load(Ordering::Relaxed),
             })
         }
         Feed::Synthetic(_) => None,
@@ -1326,12 +1332,21 @@ fn produce_frame(
             frame.info.sample
         )));
     }
+    let to_tier = place == Some(Place::Room);
+    if !to_tier && let Some(source) = in_place(shared, &frame) {
+        shared.counters.in_place.fetch_add(1, Ordering::Relaxed);
+        return Ok(Some(shared.queue.push_in_place(
+            k.get(),
+            shared.pts(k),
+            source,
+        )?));
+    }
     let fill = move |mut out: wgpu::WriteOnly<'_, [u8]>, layout: &CopyLayout| {
         // Texels already (checked above): a copy of each row.
         let copied = format::fill_staging(&frame, texture, &mut out, layout.staging_pitch as usize);
         debug_assert!(copied.is_ok(), "{copied:?}");
     };
-    if place == Some(Place::Room) && upload_to_tier(shared, cache, k, pos, fill.clone())? {
+    if to_tier && upload_to_tier(shared, cache, k, pos, fill.clone())? {
         return Ok(None);
     }
     Ok(Some(shared.queue.push_with(
@@ -1339,6 +1354,20 @@ fn produce_frame(
         shared.pts(k),
         fill,
     )?))
+}
+
+/// `frame` as the GPU copies it from where it lies, if it can: decoded
+/// into a frame buffer the GPU imported, laid out as its upload's staging
+/// (rows at the staging pitch: `frame_memory`'s as-uploaded layout). The
+/// frame is held until its copy has landed.
+fn in_place(shared: &Shared, frame: &Arc<Frame>) -> Option<InPlace> {
+    let pitch = frame
+        .info
+        .row_bytes()
+        .next_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT as usize);
+    let start = frame.laid_out_as_staging(pitch)?;
+    let (buffer, offset) = shared.buffers.in_place_at(start)?;
+    Some(InPlace::new(buffer, offset, Arc::clone(frame)))
 }
 
 /// Realtime: whether a frame that is `have` at tick `k` can no longer be

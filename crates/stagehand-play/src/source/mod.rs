@@ -125,6 +125,33 @@ impl Frame {
         let height = self.info.texture_size().1 as usize;
         self.data.for_each_row(self.info.row_bytes(), height, row);
     }
+
+    /// Where the frame starts, if its rows lie in memory exactly as an
+    /// upload lays them out in staging: every row of the packed frame
+    /// `pitch` bytes after the one above it, each of its pieces at its
+    /// place in the row. Only addresses are compared; nothing is read.
+    pub fn laid_out_as_staging(&self, pitch: usize) -> Option<*const u8> {
+        let mut base: Option<usize> = None;
+        let mut holds = true;
+        let mut rows = 0usize;
+        self.for_each_row(&mut |at, src| {
+            let Some(offset) = at.y.checked_mul(pitch).and_then(|o| o.checked_add(at.x)) else {
+                holds = false;
+                return;
+            };
+            let address = src.as_ptr() as usize;
+            match base {
+                None => match address.checked_sub(offset) {
+                    Some(start) => base = Some(start),
+                    None => holds = false,
+                },
+                Some(start) => holds &= start.checked_add(offset) == Some(address),
+            }
+            rows += 1;
+        });
+        let height = self.info.texture_size().1 as usize;
+        (holds && rows >= height && self.info.row_bytes() <= pitch).then_some(base? as *const u8)
+    }
 }
 
 /// Decodes one image file, choosing the decoder by its extension (`exr`

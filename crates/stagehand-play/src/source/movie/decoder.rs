@@ -2,10 +2,13 @@
 //! from where it stands, and seeks to the keyframe before a frame that
 //! is behind it or far ahead, then decodes forward to that frame.
 
+use super::frame_memory::{self, Layouts, Lending};
 use super::index::Index;
 use super::planes;
+use crate::cache::buffers::FrameBuffers;
 use crate::source::{Frame, FrameInfo};
 use ffmpeg_next as ffmpeg;
+use std::sync::Arc;
 
 /// Frames ahead of the decoder that it decodes its way to even when a
 /// keyframe lies between (a seek restarts the decoder's frame threads,
@@ -22,7 +25,7 @@ const INTRA_RUN_AHEAD: usize = 48;
 /// An open demuxer and video decoder, and where they stand.
 pub(super) struct Decoder {
     input: ffmpeg::format::context::Input,
-    video: ffmpeg::decoder::Video,
+    video: Video,
     stream: usize,
     /// The size and format every frame must have (the first frame's).
     info: Option<FrameInfo>,
@@ -50,6 +53,50 @@ pub(super) struct Decoder {
     /// Where the decoder puts a frame (it empties it first, even when it
     /// has none to give).
     incoming: ffmpeg::frame::Video,
+}
+
+/// A video decoder: writing its frames into memory of its own, or into
+/// the player's frame buffers.
+enum Video {
+    Own(ffmpeg::decoder::Video),
+    Lent(Lending),
+}
+
+impl Video {
+    fn send_packet(&mut self, packet: &ffmpeg::Packet) -> Result<(), ffmpeg::Error> {
+        match self {
+            Self::Own(v) => v.send_packet(packet),
+            Self::Lent(v) => v.send_packet(packet),
+        }
+    }
+
+    fn send_eof(&mut self) -> Result<(), ffmpeg::Error> {
+        match self {
+            Self::Own(v) => v.send_eof(),
+            Self::Lent(v) => v.send_eof(),
+        }
+    }
+
+    fn receive_frame(&mut self, frame: &mut ffmpeg::frame::Video) -> Result<(), ffmpeg::Error> {
+        match self {
+            Self::Own(v) => v.receive_frame(frame),
+            Self::Lent(v) => v.receive_frame(frame),
+        }
+    }
+
+    fn flush(&mut self) {
+        match self {
+            Self::Own(v) => v.flush(),
+            Self::Lent(v) => v.flush(),
+        }
+    }
+
+    fn skip_frame(&mut self, discard: ffmpeg::Discard) {
+        match self {
+            Self::Own(v) => v.skip_frame(discard),
+            Self::Lent(v) => v.skip_frame(discard),
+        }
+    }
 }
 
 /// How many threads a decoder decodes on.
@@ -99,21 +146,33 @@ fn threaded_context(
     Ok(context)
 }
 
-/// The video decoder of `input`'s stream `stream`, on `threads`.
+/// The video decoder of `input`'s stream `stream`, on `threads`; with
+/// `buffers`, writing its frames into them, laid out as their upload lays
+/// them out where that is safe.
 fn open_video(
     input: &ffmpeg::format::context::Input,
     stream: usize,
     intra_only: bool,
     threads: Threads,
-) -> Result<ffmpeg::decoder::Video, String> {
+    buffers: Option<&Arc<FrameBuffers>>,
+) -> Result<Video, String> {
     let parameters = input
         .stream(stream)
         .ok_or("the video stream went away")?
         .parameters();
-    threaded_context(parameters, intra_only, threads)?
-        .decoder()
-        .video()
-        .map_err(|e| format!("no decoder for it in this FFmpeg ({e})"))
+    let context = threaded_context(parameters, intra_only, threads)?;
+    let open = |context: ffmpeg::codec::Context| {
+        context
+            .decoder()
+            .video()
+            .map_err(|e| format!("no decoder for it in this FFmpeg ({e})"))
+    };
+    match buffers {
+        None => open(context).map(Video::Own),
+        Some(buffers) => {
+            frame_memory::lend(context, buffers, Layouts::AsUploaded, open).map(Video::Lent)
+        }
+    }
 }
 
 /// Refuses a frame (`got`, of pixel format `format`) whose size or
@@ -147,16 +206,19 @@ impl Decoder {
     /// Opens `path`'s stream `stream`, decoding on `threads`; every
     /// frame must be `info`'s size and format, when known (the movie's
     /// first frame), else the first this decoder gives. `intra_only`:
-    /// every frame is a keyframe.
+    /// every frame is a keyframe. With `buffers`, frames are written into
+    /// them (see [`Layouts::AsUploaded`]); else into the decoder's own
+    /// memory.
     pub fn open(
         path: &std::path::Path,
         stream: usize,
         info: Option<FrameInfo>,
         intra_only: bool,
         threads: Threads,
+        buffers: Option<&Arc<FrameBuffers>>,
     ) -> Result<Self, String> {
         let input = ffmpeg::format::input(path).map_err(|e| e.to_string())?;
-        let video = open_video(&input, stream, intra_only, threads)?;
+        let video = open_video(&input, stream, intra_only, threads, buffers)?;
         Ok(Self {
             input,
             video,

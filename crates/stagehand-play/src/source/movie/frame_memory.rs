@@ -18,7 +18,7 @@
 //! vector code that reads past its end. A pixel format it cannot lay out
 //! goes to FFmpeg's own allocator.
 
-use crate::cache::buffers::{FrameBuffer, FrameBuffers};
+use crate::cache::buffers::{FrameBuffer, FrameBuffers, InPlaceMark};
 use ffmpeg::ffi;
 use ffmpeg_next as ffmpeg;
 use std::ffi::{c_int, c_void};
@@ -31,28 +31,58 @@ const ALIGN: usize = 64;
 /// plus its alignment less one).
 const TAIL: usize = 16 + ALIGN;
 
+/// The row alignment of the upload's staging (wgpu's copy alignment).
+const UPLOAD_ROW_ALIGN: usize = wgpu::COPY_BYTES_PER_ROW_ALIGNMENT as usize;
+
+/// Rows left below a frame laid out as uploaded: decoders read a line or
+/// two past a plane's end (FFmpeg pads the height it asks for by 2 for
+/// H.264's chroma motion compensation).
+const SPARE_ROWS: usize = 4;
+
 /// FFmpeg's error for memory it could not have.
 const OUT_OF_MEMORY: c_int = ffi::AVERROR(ffi::ENOMEM);
 
 /// Planes a frame may have (FFmpeg's images have at most four).
 const PLANES: usize = 4;
 
+/// How a decoder's frames are laid out in their buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Layouts {
+    /// Each plane after the one before, as FFmpeg's own allocator does.
+    OneAfterAnother,
+    /// Where it is safe, as the upload lays the frame out in staging: the
+    /// planes packed into one texture's rows ([`crate::yuv`]), each row
+    /// 256-byte aligned, so the GPU copies the frame from where the
+    /// decoder wrote it ([`FrameBuffers::in_place_at`]). Else one after
+    /// another.
+    AsUploaded,
+}
+
+/// What a decoder's callback reads: the pool, and how to lay frames out.
+struct Lender {
+    buffers: Arc<FrameBuffers>,
+    layouts: Layouts,
+}
+
 /// A decoder that writes into frame buffers, and what its callback reads:
 /// the pool is owned here, and must outlive the decoder, which holds its
 /// address. The decoder is never handed out (moved out, it could outlive
-/// the pool): it is used through [`Lending::send_packet`] and
-/// [`Lending::receive_frame`].
+/// the pool): it is used through the methods below.
 pub(crate) struct Lending {
-    /// The decoder (dropped before the pool's handle: fields drop in
-    /// order).
+    /// The decoder (dropped before the lender: fields drop in order).
     decoder: ffmpeg::decoder::Video,
-    _buffers: Arc<FrameBuffers>,
+    _lender: Box<Lender>,
 }
 
 impl Lending {
     /// Sends the decoder a packet.
     pub(crate) fn send_packet(&mut self, packet: &ffmpeg::Packet) -> Result<(), ffmpeg::Error> {
         self.decoder.send_packet(packet)
+    }
+
+    /// Sends the decoder the end of the stream.
+    pub(crate) fn send_eof(&mut self) -> Result<(), ffmpeg::Error> {
+        self.decoder.send_eof()
     }
 
     /// Takes a decoded frame, if one is ready.
@@ -62,38 +92,64 @@ impl Lending {
     ) -> Result<(), ffmpeg::Error> {
         self.decoder.receive_frame(frame)
     }
+
+    /// Drops what the decoder holds (after a seek).
+    pub(crate) fn flush(&mut self) {
+        self.decoder.flush();
+    }
+
+    /// Which frames the decoder may leave out.
+    pub(crate) fn skip_frame(&mut self, discard: ffmpeg::Discard) {
+        self.decoder.skip_frame(discard);
+    }
 }
 
 /// Makes `context`'s decoder (not opened yet) take its frames' memory from
-/// `buffers`, and `open` it (its error, if any, is this call's). A codec
-/// that cannot decode into memory it is given (no `DR1`) keeps its own
-/// allocator.
+/// `buffers`, laid out as `layouts` says, and `open` it (its error, if
+/// any, is this call's). A codec that cannot decode into memory it is
+/// given (no `DR1`) keeps its own allocator.
 #[allow(unsafe_code)] // sets two fields of the context; see below
 pub(crate) fn lend<E>(
     mut context: ffmpeg::codec::Context,
     buffers: &Arc<FrameBuffers>,
+    layouts: Layouts,
     open: impl FnOnce(ffmpeg::codec::Context) -> Result<ffmpeg::decoder::Video, E>,
 ) -> Result<Lending, E> {
-    let buffers = Arc::clone(buffers);
+    let lender = Box::new(Lender {
+        buffers: Arc::clone(buffers),
+        layouts,
+    });
     // SAFETY: `as_mut_ptr` is the context's live AVCodecContext, not yet
     // opened, so no decoder thread reads it. Its `codec` is null or a
-    // static AVCodec. `opaque` is the user's field; it is set to the
-    // pool's address, which the `Arc` that `Lending` keeps holds alive
+    // static AVCodec, as is what `avcodec_find_decoder` returns. `opaque` is the user's field; it is set to the
+    // lender's address, which the box that `Lending` keeps holds in place
     // until after the decoder is dropped; the callback is a plain
     // function of this module.
     unsafe {
         let raw = context.as_mut_ptr();
-        let codec = (*raw).codec;
+        // A context made from a stream's parameters names no codec yet:
+        // opening it takes the decoder FFmpeg finds for its id.
+        let codec = match (*raw).codec {
+            codec if codec.is_null() => ffi::avcodec_find_decoder((*raw).codec_id),
+            codec => codec,
+        };
         let direct = !codec.is_null() && (*codec).capabilities as u32 & ffi::AV_CODEC_CAP_DR1 != 0;
         if direct {
-            (*raw).opaque = Arc::as_ptr(&buffers).cast_mut().cast();
+            (*raw).opaque = std::ptr::from_ref::<Lender>(&lender).cast_mut().cast();
             (*raw).get_buffer2 = Some(get_buffer);
         }
     }
     Ok(Lending {
         decoder: open(context)?,
-        _buffers: buffers,
+        _lender: lender,
     })
+}
+
+/// A frame's buffer while FFmpeg holds it, and its entry among the frames
+/// the GPU copies in place (dropped first).
+struct Lent {
+    _mark: Option<InPlaceMark>,
+    _buffer: FrameBuffer,
 }
 
 /// Where each plane goes in one frame buffer.
@@ -116,22 +172,34 @@ unsafe extern "C" fn get_buffer(
     flags: c_int,
 ) -> c_int {
     // SAFETY: FFmpeg calls this with the live context this module set the
-    // callback on, whose `opaque` is the pool that `Lending`'s `Arc`
-    // keeps alive, and
-    // a frame whose width, height and format it has set; the frame's
-    // data, line sizes and buffers are this callback's to fill.
+    // callback on, whose `opaque` is the lender that `Lending`'s box keeps
+    // in place, and a frame whose width, height and format it has set;
+    // the frame's data, line sizes and buffers are this callback's to
+    // fill.
     unsafe {
-        let Some(layout) = lay_out(context, frame) else {
+        let lender = &*(*context).opaque.cast_const().cast::<Lender>();
+        let packed = match lender.layouts {
+            Layouts::AsUploaded => lay_out_as_uploaded(context, frame),
+            Layouts::OneAfterAnother => None,
+        };
+        let as_uploaded = packed.is_some();
+        let Some(layout) = packed.or_else(|| lay_out(context, frame)) else {
             return ffi::avcodec_default_get_buffer2(context, frame, flags);
         };
-        let buffers = &*(*context).opaque.cast_const().cast::<FrameBuffers>();
-        let Ok(mut buffer) = buffers.take(layout.len) else {
+        let Ok(mut buffer) = lender.buffers.take(layout.len) else {
             return OUT_OF_MEMORY;
         };
         let base = buffer.as_mut_slice().as_mut_ptr();
+        let mark = match as_uploaded {
+            true => lender.buffers.mark_in_place(&buffer, 0),
+            false => None,
+        };
         // The buffer moves into a box that FFmpeg's buffer owns; its bytes
         // stay where they are (they are the pool's mapping, not the box).
-        let owner = Box::into_raw(Box::new(buffer));
+        let owner = Box::into_raw(Box::new(Lent {
+            _mark: mark,
+            _buffer: buffer,
+        }));
         let reference = ffi::av_buffer_create(base, layout.len, Some(give_back), owner.cast(), 0);
         if reference.is_null() {
             drop(Box::from_raw(owner));
@@ -153,12 +221,93 @@ unsafe extern "C" fn get_buffer(
 }
 
 /// Gives a frame's buffer back to its pool: FFmpeg's free callback for
-/// the buffers [`get_buffer`] makes, `opaque` the boxed [`FrameBuffer`].
+/// the buffers [`get_buffer`] makes, `opaque` the boxed [`Lent`].
 #[allow(unsafe_code)] // FFmpeg's free callback: drops the box it was given
 unsafe extern "C" fn give_back(opaque: *mut c_void, _data: *mut u8) {
     // SAFETY: `opaque` is the box `get_buffer` made for this buffer, and
     // FFmpeg calls this once, when the buffer's last reference goes.
-    drop(unsafe { Box::from_raw(opaque.cast::<FrameBuffer>()) });
+    drop(unsafe { Box::from_raw(opaque.cast::<Lent>()) });
+}
+
+/// The frame laid out as its upload lays it out in staging (see
+/// [`Layouts::AsUploaded`]), or `None` where that is not safe: a format
+/// the player does not pack (or one with an alpha plane), a size the
+/// decoder may write past (not a multiple of 16, or coded larger than
+/// shown: its padding rows would land on the next plane), alignments the
+/// 256-byte rows do not meet, or a plane that would not start on a
+/// 64-byte boundary. Each plane's rows are the packed texture's, every
+/// line size the upload's row pitch, with rows to spare below for the
+/// reads past a plane's end that decoders make.
+///
+/// # Safety
+/// `context` and `frame` are live, as FFmpeg passes them to `get_buffer2`.
+#[allow(unsafe_code)] // reads the context and frame; two FFmpeg calls
+unsafe fn lay_out_as_uploaded(
+    context: *mut ffi::AVCodecContext,
+    frame: *mut ffi::AVFrame,
+) -> Option<Layout> {
+    // SAFETY: both are live (the caller's word); the calls only read the
+    // context and write the array given them (eight alignments).
+    unsafe {
+        let format = (*context).pix_fmt;
+        if (*frame).format != format as c_int || ffi::av_pix_fmt_count_planes(format) != 3 {
+            return None;
+        }
+        let (chroma, bits, _) = super::planes::planar(ffmpeg::format::Pixel::from(format))?;
+        let (w, h) = ((*frame).width, (*frame).height);
+        let coded = ((*context).coded_width, (*context).coded_height);
+        if w <= 0 || h <= 0 || w % 16 != 0 || h % 16 != 0 || coded != (w, h) {
+            return None;
+        }
+        let (mut aw, mut ah) = (w, h);
+        let mut align = [0 as c_int; 8];
+        ffi::avcodec_align_dimensions2(context, &mut aw, &mut ah, align.as_mut_ptr());
+        as_uploaded(chroma, bits, (w as u32, h as u32), &align[..PLANES])
+    }
+}
+
+/// The layout of [`lay_out_as_uploaded`] for a `size` picture of
+/// `chroma` and `bits`, whose decoder asks line sizes be multiples of
+/// `align` (0: nothing asked).
+fn as_uploaded(
+    chroma: crate::yuv::Chroma,
+    bits: u8,
+    (w, h): (u32, u32),
+    align: &[c_int],
+) -> Option<Layout> {
+    use crate::yuv::{Matrix, Range, Siting, Yuv};
+    let yuv = Yuv {
+        chroma,
+        bits,
+        matrix: Matrix::Bt709,
+        range: Range::Limited,
+        siting: Siting::Left,
+    };
+    let packing = yuv.packing(w, h);
+    let sample = yuv.sample_bytes();
+    let pitch = (packing.size.0 as usize * sample).next_multiple_of(UPLOAD_ROW_ALIGN);
+    if align
+        .iter()
+        .any(|&a| a > 0 && !pitch.is_multiple_of(a as usize))
+    {
+        return None;
+    }
+    let mut offsets = [0usize; PLANES];
+    for (plane, rect) in packing.planes.iter().enumerate() {
+        let at = rect.y as usize * pitch + rect.x as usize * sample;
+        if !at.is_multiple_of(ALIGN) {
+            return None;
+        }
+        offsets[plane] = at;
+    }
+    let line = c_int::try_from(pitch).ok()?;
+    let rows = packing.size.1 as usize + SPARE_ROWS;
+    Some(Layout {
+        linesizes: [line, line, line, 0],
+        offsets,
+        planes: 3,
+        len: rows.checked_mul(pitch)?.checked_add(TAIL)?,
+    })
 }
 
 /// The frame's layout at the decoder's padded size and alignment, or
@@ -266,6 +415,28 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_laid_out_as_uploaded_has_its_planes_where_the_packed_texture_has_them() {
+        use crate::yuv::Chroma;
+        // 4K 4:2:0 8-bit: rows of 3840 bytes (a multiple of 256), Cb
+        // below luma, Cr beside it, rows to spare below.
+        let l = as_uploaded(Chroma::S420, 8, (3840, 2160), &[64; 4]).unwrap();
+        assert_eq!(l.linesizes, [3840, 3840, 3840, 0]);
+        assert_eq!(l.offsets[..3], [0, 2160 * 3840, 2160 * 3840 + 1920]);
+        assert_eq!(l.len, (2160 + 1080 + SPARE_ROWS) * 3840 + TAIL);
+        // 4:2:2 at 10 bits: two bytes a sample, chroma full height.
+        let l = as_uploaded(Chroma::S422, 10, (3840, 2160), &[64; 4]).unwrap();
+        assert_eq!(l.linesizes[0], 7680);
+        assert_eq!(l.offsets[..3], [0, 2160 * 7680, 2160 * 7680 + 3840]);
+        // 4:4:4 stacks the planes.
+        let l = as_uploaded(Chroma::S444, 8, (1024, 16), &[0; 4]).unwrap();
+        assert_eq!(l.offsets[..3], [0, 16 * 1024, 32 * 1024]);
+        // A Cr plane that would not start on 64 bytes (320 wide: at 160),
+        // and a decoder asking more alignment than the rows have.
+        assert_eq!(as_uploaded(Chroma::S420, 8, (320, 240), &[64; 4]), None);
+        assert_eq!(as_uploaded(Chroma::S420, 8, (3840, 2160), &[1024; 4]), None);
+    }
+
+    #[test]
     fn a_layout_with_no_plane_or_a_bad_line_size_is_left_to_ffmpeg() {
         assert_eq!(place([0; PLANES], [0; PLANES]), None);
         assert_eq!(place([-64, 0, 0, 0], [64, 0, 0, 0]), None);
@@ -313,7 +484,7 @@ mod tests {
         let buffers = FrameBuffers::new();
         let codec = ffmpeg::decoder::find(ffmpeg::codec::Id::MJPEG).expect("FFmpeg has MJPEG");
         let context = ffmpeg::codec::Context::new_with_codec(codec);
-        let mut decoder = lend(context, &buffers, |c| {
+        let mut decoder = lend(context, &buffers, Layouts::OneAfterAnother, |c| {
             c.decoder().open_as(codec).and_then(|o| o.video())
         })
         .expect("the decoder opens");

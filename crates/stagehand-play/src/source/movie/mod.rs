@@ -154,9 +154,15 @@ impl Movie {
         // One thread for this look at the first frame: starting and
         // stopping frame threads for it cost more than the frame does, and
         // playback opens its own decoder on its decode thread.
-        let mut decoder =
-            Decoder::open(path, found.stream, None, index.intra_only, Threads::One)
-                .map_err(|reason| unsupported(path, format!("codec {codec_name}: {reason}")))?;
+        let mut decoder = Decoder::open(
+            path,
+            found.stream,
+            None,
+            index.intra_only,
+            Threads::One,
+            None,
+        )
+        .map_err(|reason| unsupported(path, format!("codec {codec_name}: {reason}")))?;
         let info = first_frame_info(path, &mut decoder, &index)?;
         let first = decoder.frame(0, &index).ok();
         Ok(Self {
@@ -215,6 +221,7 @@ impl Movie {
     fn decoder_here<'a>(
         &self,
         decoder: &'a mut Option<(Decoder, std::thread::ThreadId)>,
+        buffers: &Arc<FrameBuffers>,
     ) -> Result<&'a mut Decoder, String> {
         let here = std::thread::current().id();
         if decoder.as_ref().is_none_or(|(_, thread)| *thread != here) {
@@ -227,6 +234,7 @@ impl Movie {
                 Some(self.info),
                 self.index.intra_only,
                 Threads::EveryCore,
+                Some(buffers),
             )?;
             *decoder = Some((opened, here));
         }
@@ -254,9 +262,11 @@ impl Frames for Movie {
         pos as i64
     }
 
-    fn decode(&self, pos: usize, _buffers: &Arc<FrameBuffers>) -> Result<Frame, PlayError> {
-        // A movie's frames stay in its decoder's own buffers (see
-        // `planes::hold`): none is taken from `buffers`.
+    fn decode(&self, pos: usize, buffers: &Arc<FrameBuffers>) -> Result<Frame, PlayError> {
+        // The playing decoder writes its frames into `buffers`, laid out
+        // as their upload lays them out where that is safe (where the GPU
+        // imports them, it copies them from there); they are referenced,
+        // not copied, until the frame is let go (`planes::hold`).
         let Some(&i) = self.index.positions.get(pos) else {
             return Err(PlayError::InvalidOption(format!(
                 "frame {pos}: the movie has frames 0 to {}",
@@ -272,7 +282,7 @@ impl Frames for Movie {
         // from opening: opening it costs as much as a frame or two, and
         // the first frame's decode is where the player pays it, before its
         // clock starts, not on the frame after, with the clock running.
-        let decoder = self.decoder_here(&mut decoder).map_err(error)?;
+        let decoder = self.decoder_here(&mut decoder, buffers).map_err(error)?;
         if let Some(first) = self.first.lock().take()
             && i == 0
         {
