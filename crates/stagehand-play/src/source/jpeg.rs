@@ -300,18 +300,13 @@ pub(super) mod planes {
         // missing rows hold whatever the buffer held (a missing end
         // marker alone, the picture whole, still decodes).
         options.set("err_detect", "explode");
-        frame_memory::lend(
-            context,
-            buffers,
-            frame_memory::Layouts::OneAfterAnother,
-            |context| {
-                context
-                    .decoder()
-                    .open_as_with(codec, options)
-                    .and_then(|opened| opened.video())
-                    .map_err(|e| format!("cannot open the JPEG decoder: {e}"))
-            },
-        )
+        frame_memory::lend(context, buffers, |context| {
+            context
+                .decoder()
+                .open_as_with(codec, options)
+                .and_then(|opened| opened.video())
+                .map_err(|e| format!("cannot open the JPEG decoder: {e}"))
+        })
     }
 }
 

@@ -2,7 +2,7 @@
 //! from where it stands, and seeks to the keyframe before a frame that
 //! is behind it or far ahead, then decodes forward to that frame.
 
-use super::frame_memory::{self, Layouts, Lending};
+use super::frame_memory::{self, Lending};
 use super::index::Index;
 use super::planes;
 use crate::cache::buffers::FrameBuffers;
@@ -169,9 +169,7 @@ fn open_video(
     };
     match buffers {
         None => open(context).map(Video::Own),
-        Some(buffers) => {
-            frame_memory::lend(context, buffers, Layouts::AsUploaded, open).map(Video::Lent)
-        }
+        Some(buffers) => frame_memory::lend(context, buffers, open).map(Video::Lent),
     }
 }
 
@@ -207,7 +205,7 @@ impl Decoder {
     /// frame must be `info`'s size and format, when known (the movie's
     /// first frame), else the first this decoder gives. `intra_only`:
     /// every frame is a keyframe. With `buffers`, frames are written into
-    /// them (see [`Layouts::AsUploaded`]); else into the decoder's own
+    /// them (see [`frame_memory::lend`]); else into the decoder's own
     /// memory.
     pub fn open(
         path: &std::path::Path,

@@ -11,12 +11,21 @@
 //! player's pool instead, shared by every decoder and thread, and go back
 //! to it when the frame's last reference goes.
 //!
-//! The layout follows what FFmpeg asks of a frame's memory: each plane
-//! starts on a 64-byte boundary, line sizes are multiples of the
-//! alignment the decoder names (the picture widened until they are), rows
-//! cover the decoder's padded size, and every plane has room after it for
-//! vector code that reads past its end. A pixel format it cannot lay out
-//! goes to FFmpeg's own allocator.
+//! Where the picture's size lets the decoder write only inside its rows,
+//! a frame is laid out exactly as its upload lays it out in staging: the
+//! planes packed into one texture's rows ([`crate::yuv`]), every row
+//! 256-byte aligned. A device that imports host memory then copies the
+//! frame into its texture from where the decoder wrote it
+//! ([`FrameBuffers::in_place_at`]), with no copy into staging between.
+//!
+//! Otherwise the layout follows what FFmpeg asks of a frame's memory:
+//! each plane starts on a 64-byte boundary, line sizes are multiples of
+//! the alignment the decoder names (the picture widened until they are),
+//! rows cover the decoder's padded size, and every plane has room after
+//! it for vector code that reads past its end. A pixel format it cannot
+//! lay out goes to FFmpeg's own allocator.
+//!
+//! Movies (the playing decoder) and JPEG sequences decode this way.
 
 use crate::cache::buffers::{FrameBuffer, FrameBuffers, InPlaceMark};
 use ffmpeg::ffi;
@@ -45,23 +54,9 @@ const OUT_OF_MEMORY: c_int = ffi::AVERROR(ffi::ENOMEM);
 /// Planes a frame may have (FFmpeg's images have at most four).
 const PLANES: usize = 4;
 
-/// How a decoder's frames are laid out in their buffers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Layouts {
-    /// Each plane after the one before, as FFmpeg's own allocator does.
-    OneAfterAnother,
-    /// Where it is safe, as the upload lays the frame out in staging: the
-    /// planes packed into one texture's rows ([`crate::yuv`]), each row
-    /// 256-byte aligned, so the GPU copies the frame from where the
-    /// decoder wrote it ([`FrameBuffers::in_place_at`]). Else one after
-    /// another.
-    AsUploaded,
-}
-
-/// What a decoder's callback reads: the pool, and how to lay frames out.
+/// What a decoder's callback reads: the pool.
 struct Lender {
     buffers: Arc<FrameBuffers>,
-    layouts: Layouts,
 }
 
 /// A decoder that writes into frame buffers, and what its callback reads:
@@ -105,19 +100,20 @@ impl Lending {
 }
 
 /// Makes `context`'s decoder (not opened yet) take its frames' memory from
-/// `buffers`, laid out as `layouts` says, and `open` it (its error, if
-/// any, is this call's). A codec that cannot decode into memory it is
-/// given (no `DR1`) keeps its own allocator.
+/// `buffers`, and `open` it (its error, if any, is this call's). Each
+/// frame is laid out as its upload lays it out in staging where that is
+/// safe ([`lay_out_as_uploaded`]: the GPU then copies it from where it
+/// was decoded, [`FrameBuffers::in_place_at`]), else its planes one after
+/// another. A codec that cannot decode into memory it is given (no `DR1`)
+/// keeps its own allocator.
 #[allow(unsafe_code)] // sets two fields of the context; see below
 pub(crate) fn lend<E>(
     mut context: ffmpeg::codec::Context,
     buffers: &Arc<FrameBuffers>,
-    layouts: Layouts,
     open: impl FnOnce(ffmpeg::codec::Context) -> Result<ffmpeg::decoder::Video, E>,
 ) -> Result<Lending, E> {
     let lender = Box::new(Lender {
         buffers: Arc::clone(buffers),
-        layouts,
     });
     // SAFETY: `as_mut_ptr` is the context's live AVCodecContext, not yet
     // opened, so no decoder thread reads it. Its `codec` is null or a
@@ -178,10 +174,7 @@ unsafe extern "C" fn get_buffer(
     // fill.
     unsafe {
         let lender = &*(*context).opaque.cast_const().cast::<Lender>();
-        let packed = match lender.layouts {
-            Layouts::AsUploaded => lay_out_as_uploaded(context, frame),
-            Layouts::OneAfterAnother => None,
-        };
+        let packed = lay_out_as_uploaded(context, frame);
         let as_uploaded = packed.is_some();
         let Some(layout) = packed.or_else(|| lay_out(context, frame)) else {
             return ffi::avcodec_default_get_buffer2(context, frame, flags);
@@ -229,8 +222,9 @@ unsafe extern "C" fn give_back(opaque: *mut c_void, _data: *mut u8) {
     drop(unsafe { Box::from_raw(opaque.cast::<Lent>()) });
 }
 
-/// The frame laid out as its upload lays it out in staging (see
-/// [`Layouts::AsUploaded`]), or `None` where that is not safe: a format
+/// The frame laid out as its upload lays it out in staging (the planes
+/// packed into one texture's rows, [`crate::yuv`], each row 256-byte
+/// aligned), or `None` where that is not safe: a format
 /// the player does not pack (or one with an alpha plane), a size the
 /// decoder may write past (not a multiple of 16, or coded larger than
 /// shown: its padding rows would land on the next plane), alignments the
@@ -484,7 +478,7 @@ mod tests {
         let buffers = FrameBuffers::new();
         let codec = ffmpeg::decoder::find(ffmpeg::codec::Id::MJPEG).expect("FFmpeg has MJPEG");
         let context = ffmpeg::codec::Context::new_with_codec(codec);
-        let mut decoder = lend(context, &buffers, Layouts::OneAfterAnother, |c| {
+        let mut decoder = lend(context, &buffers, |c| {
             c.decoder().open_as(codec).and_then(|o| o.video())
         })
         .expect("the decoder opens");
