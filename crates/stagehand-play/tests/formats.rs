@@ -358,3 +358,66 @@ fn grey_png_is_expanded_to_rgba() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// An RGBA sequence whose rows are a whole number of the upload's row
+/// alignment (64 texels of 4 bytes: 256) is decoded into frame buffers
+/// laid out as staging would be. Where the GPU imports host memory
+/// (lavapipe) every frame is copied to its texture from there, with no
+/// copy into staging, and lands byte for byte; elsewhere (GL) each goes
+/// through staging, the same bytes.
+#[test]
+fn rgba_frames_whose_rows_fit_the_upload_are_copied_from_where_they_were_decoded() {
+    let (w, h) = (64u32, 24u32);
+    let dir = temp_dir("rgba-in-place");
+    let texel = |x: u32, y: u32, c: u32, f: u32| ((x * 3 + y * 5 + c * 61 + f * 17) % 256) as u8;
+    for f in 0..FRAMES {
+        let img = image::RgbaImage::from_fn(w, h, |x, y| {
+            image::Rgba([0, 1, 2, 3].map(|c| texel(x, y, c, f)))
+        });
+        img.save(dir.join(format!("frame.{:04}.png", 1 + f)))
+            .unwrap();
+    }
+    let gpu = Arc::new(
+        stagehand_gpu::Gpu::open(&stagehand_gpu::GpuOptions {
+            wanted_features: stagehand_play::wanted_features(),
+            ..Default::default()
+        })
+        .expect("tests need a GPU adapter"),
+    );
+    let imports = gpu.device().host_import_alignment().is_some();
+    let engine = UploadEngine::new(gpu.clone(), engine_config(2)).unwrap();
+    let options = PlayOptions {
+        source: Some(dir.clone()),
+        fps: 30.0,
+        output_size: (w, h),
+        mode: Mode::EveryFrame,
+        save_ticks: (0..u64::from(FRAMES)).collect(),
+        ..PlayOptions::default()
+    };
+    let summary = play(&gpu, &engine, &options, |_| ControlFlow::Continue(())).unwrap();
+    assert_eq!(summary.format.texture, wgpu::TextureFormat::Rgba8Unorm);
+    let copied = summary.frame_buffers.map_or(0, |b| b.copied_in_place);
+    if imports {
+        assert_eq!(copied, u64::from(FRAMES), "{summary:?}");
+    } else {
+        eprintln!("this device cannot import host memory: every frame went through staging");
+        assert_eq!(copied, 0, "{summary:?}");
+    }
+    assert_eq!(summary.saved.len(), FRAMES as usize);
+    for saved in &summary.saved {
+        let f = saved.tick as u32;
+        for y in 0..h {
+            for x in 0..w {
+                for c in 0..4 {
+                    let at = ((y * w + x) * 4 + c) as usize;
+                    assert_eq!(
+                        saved.texels[at],
+                        texel(x, y, c, f),
+                        "frame {f} ({x}, {y}) {c}"
+                    );
+                }
+            }
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -17,6 +17,8 @@ use crate::Gpu;
 use crate::diag::Tracked;
 use crate::pool::{AllocError, PoolBackend};
 use memmap2::MmapRaw;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Blocks of host memory: every block is its own mapping, freed when the
@@ -28,12 +30,15 @@ use std::sync::Arc;
 pub struct HostMemory {
     /// The GPU each block is imported into, if any.
     import: Option<Arc<Gpu>>,
+    /// The imported blocks, by first byte: their length and their buffer.
+    /// Shared by the clones of this backend (a pool's, and its user's).
+    imported: Arc<Mutex<BTreeMap<usize, (usize, wgpu::Buffer)>>>,
 }
 
 impl HostMemory {
     /// Plain host memory.
-    pub const fn new() -> Self {
-        Self { import: None }
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// Host memory that `gpu` copies from in place, where its device can
@@ -43,7 +48,21 @@ impl HostMemory {
         let can = gpu.device().host_import_alignment().is_some();
         Self {
             import: can.then_some(gpu),
+            imported: Arc::default(),
         }
+    }
+
+    /// Where the GPU finds the byte at `at`: the buffer of the imported
+    /// block it lies in, and its offset there; `None` where it lies in
+    /// none (not this backend's, or not imported). The block stays the
+    /// GPU's for as long as it lives, which whoever holds the byte's
+    /// block (a frame) decides.
+    pub fn device_at(&self, at: *const u8) -> Option<(wgpu::Buffer, u64)> {
+        let at = at as usize;
+        let imported = self.imported.lock();
+        let (&start, (len, buffer)) = imported.range(..=at).next_back()?;
+        let offset = at - start;
+        (offset < *len).then(|| (buffer.clone(), offset as u64))
     }
 }
 
@@ -156,10 +175,18 @@ impl PoolBackend for HostMemory {
             };
             imported.and_then(Result::ok)
         });
+        if let Some(buffer) = &device {
+            let start = map.as_ptr() as usize;
+            let entry = (mapped, (**buffer).clone());
+            self.imported.lock().insert(start, entry);
+        }
         Ok(HostBlock { map, len, device })
     }
 
     fn free(&self, _key: &(), block: HostBlock) {
+        if block.device.is_some() {
+            self.imported.lock().remove(&(block.map.as_ptr() as usize));
+        }
         // The mapping goes once the device has destroyed its buffer.
         drop(block);
     }

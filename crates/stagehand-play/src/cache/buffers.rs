@@ -15,11 +15,9 @@
 
 use crate::PlayError;
 use bytes::Bytes;
-use parking_lot::Mutex;
 use stagehand_gpu::Gpu;
 use stagehand_gpu::backend::host::HostMemory;
 use stagehand_gpu::pool::{Pool, PoolConfig, PoolStats, Pooled};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A pool of frame buffers, shared by a player's decode threads.
@@ -27,15 +25,11 @@ use std::sync::Arc;
 /// Made [`importing`](FrameBuffers::importing), its buffers are also
 /// buffers of the GPU's where its device imports host memory (Vulkan's
 /// `VK_EXT_external_memory_host`: lavapipe, the desktop drivers), and a
-/// frame a decoder wrote in the upload's own layout is copied to its
-/// texture from where it lies ([`FrameBuffers::in_place_at`]).
+/// frame written into one in its upload's own layout (rows at the staging
+/// pitch) is copied to its texture from where it lies
+/// ([`FrameBuffers::in_place_at`]).
 pub struct FrameBuffers {
     pool: Pool<HostMemory>,
-    /// Frames laid out as their upload's staging, by the address of their
-    /// first byte: the buffer that holds them, as the GPU's, and where in
-    /// it they start. An entry lives as long as its frame's buffer is
-    /// lent ([`InPlaceMark`]).
-    in_place: Mutex<HashMap<usize, (wgpu::Buffer, u64)>>,
 }
 
 impl std::fmt::Debug for FrameBuffers {
@@ -61,34 +55,16 @@ impl FrameBuffers {
     fn with(memory: HostMemory) -> Arc<Self> {
         let pool = Pool::new(memory, PoolConfig::named("frame buffers"))
             .unwrap_or_else(|e| unreachable!("the default pool config is valid: {e}"));
-        Arc::new(Self {
-            pool,
-            in_place: Mutex::new(HashMap::new()),
-        })
+        Arc::new(Self { pool })
     }
 
-    /// Where the GPU finds the frame whose first byte is at `at`, laid out
-    /// as its upload's staging: the buffer that holds it, as the GPU's,
-    /// and the offset of that byte. `None` where no such frame is lent.
+    /// Where the GPU finds the byte at `at` of a frame in one of these
+    /// buffers, where they are the GPU's: the buffer, and the byte's
+    /// offset in it. `None` where the byte is in none of them, or the GPU
+    /// cannot import host memory. The buffer is the frame's for as long
+    /// as the frame holds it.
     pub fn in_place_at(&self, at: *const u8) -> Option<(wgpu::Buffer, u64)> {
-        self.in_place.lock().get(&(at as usize)).cloned()
-    }
-
-    /// Records that the frame starting `offset` bytes into `buffer` (at
-    /// `at`) is laid out as its upload's staging, until the mark is
-    /// dropped. `None` where the buffer is not the GPU's.
-    pub(crate) fn mark_in_place(
-        self: &Arc<Self>,
-        buffer: &FrameBuffer,
-        offset: usize,
-    ) -> Option<InPlaceMark> {
-        let device = buffer.block.device_buffer()?.clone();
-        let at = buffer.block.as_ptr() as usize + offset;
-        self.in_place.lock().insert(at, (device, offset as u64));
-        Some(InPlaceMark {
-            buffers: Arc::clone(self),
-            at,
-        })
+        self.pool.backend().device_at(at)
     }
 
     /// A buffer of `len` bytes, its contents whatever its last frame left
@@ -102,19 +78,6 @@ impl FrameBuffers {
     /// buffers reused.
     pub fn stats(&self) -> PoolStats {
         self.pool.stats()
-    }
-}
-
-/// A frame's entry among those laid out for the GPU to copy in place,
-/// removed when dropped (before the frame's buffer goes back).
-pub(crate) struct InPlaceMark {
-    buffers: Arc<FrameBuffers>,
-    at: usize,
-}
-
-impl Drop for InPlaceMark {
-    fn drop(&mut self) {
-        self.buffers.in_place.lock().remove(&self.at);
     }
 }
 

@@ -27,7 +27,7 @@
 //!
 //! Movies (the playing decoder) and JPEG sequences decode this way.
 
-use crate::cache::buffers::{FrameBuffer, FrameBuffers, InPlaceMark};
+use crate::cache::buffers::{FrameBuffer, FrameBuffers};
 use ffmpeg::ffi;
 use ffmpeg_next as ffmpeg;
 use std::ffi::{c_int, c_void};
@@ -141,13 +141,6 @@ pub(crate) fn lend<E>(
     })
 }
 
-/// A frame's buffer while FFmpeg holds it, and its entry among the frames
-/// the GPU copies in place (dropped first).
-struct Lent {
-    _mark: Option<InPlaceMark>,
-    _buffer: FrameBuffer,
-}
-
 /// Where each plane goes in one frame buffer.
 #[derive(Debug, PartialEq, Eq)]
 struct Layout {
@@ -175,7 +168,6 @@ unsafe extern "C" fn get_buffer(
     unsafe {
         let lender = &*(*context).opaque.cast_const().cast::<Lender>();
         let packed = lay_out_as_uploaded(context, frame);
-        let as_uploaded = packed.is_some();
         let Some(layout) = packed.or_else(|| lay_out(context, frame)) else {
             return ffi::avcodec_default_get_buffer2(context, frame, flags);
         };
@@ -183,16 +175,9 @@ unsafe extern "C" fn get_buffer(
             return OUT_OF_MEMORY;
         };
         let base = buffer.as_mut_slice().as_mut_ptr();
-        let mark = match as_uploaded {
-            true => lender.buffers.mark_in_place(&buffer, 0),
-            false => None,
-        };
         // The buffer moves into a box that FFmpeg's buffer owns; its bytes
         // stay where they are (they are the pool's mapping, not the box).
-        let owner = Box::into_raw(Box::new(Lent {
-            _mark: mark,
-            _buffer: buffer,
-        }));
+        let owner = Box::into_raw(Box::new(buffer));
         let reference = ffi::av_buffer_create(base, layout.len, Some(give_back), owner.cast(), 0);
         if reference.is_null() {
             drop(Box::from_raw(owner));
@@ -214,12 +199,12 @@ unsafe extern "C" fn get_buffer(
 }
 
 /// Gives a frame's buffer back to its pool: FFmpeg's free callback for
-/// the buffers [`get_buffer`] makes, `opaque` the boxed [`Lent`].
+/// the buffers [`get_buffer`] makes, `opaque` the boxed [`FrameBuffer`].
 #[allow(unsafe_code)] // FFmpeg's free callback: drops the box it was given
 unsafe extern "C" fn give_back(opaque: *mut c_void, _data: *mut u8) {
     // SAFETY: `opaque` is the box `get_buffer` made for this buffer, and
     // FFmpeg calls this once, when the buffer's last reference goes.
-    drop(unsafe { Box::from_raw(opaque.cast::<Lent>()) });
+    drop(unsafe { Box::from_raw(opaque.cast::<FrameBuffer>()) });
 }
 
 /// The frame laid out as its upload lays it out in staging (the planes
