@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// counting the handles dropped.
 struct Shared(Arc<MmapMut>, Arc<AtomicUsize>);
 
-impl HostRegion for Shared {
+// SAFETY: the mapping stays mapped while this `Arc` holds it.
+#[allow(unsafe_code)]
+unsafe impl HostRegion for Shared {
     fn as_ptr(&self) -> *const u8 {
         self.0.as_ptr()
     }
@@ -162,7 +164,9 @@ fn host_memory_not_aligned_as_the_device_asks_is_an_error() {
         return;
     };
     struct Offset(MmapMut);
-    impl HostRegion for Offset {
+    // SAFETY: 64 bytes into a mapping this value owns, to its end.
+    #[allow(unsafe_code)]
+    unsafe impl HostRegion for Offset {
         fn as_ptr(&self) -> *const u8 {
             self.0[64..].as_ptr()
         }

@@ -9,8 +9,9 @@
 //! touched once and reused.
 //!
 //! A block is an anonymous memory mapping (given back to the kernel when
-//! freed), zeroed when it is allocated and holding whatever its last user
-//! left afterwards. A mapping the machine cannot make is
+//! freed; an imported block once the device has also destroyed the buffer
+//! that aliases it), zeroed when it is allocated and holding whatever its
+//! last user left afterwards. A mapping the machine cannot make is
 //! [`AllocError::OutOfMemory`], never an abort.
 
 use crate::Gpu;
@@ -75,8 +76,9 @@ pub struct HostBlock {
 }
 
 impl HostBlock {
-    /// The block as a buffer the GPU copies from in place (`COPY_SRC`),
-    /// where it was imported; offsets in it are offsets in the block.
+    /// The block as a buffer the GPU copies from and into in place
+    /// (`COPY_SRC | COPY_DST`), where it was imported; offsets in it are
+    /// offsets in the block.
     pub fn device_buffer(&self) -> Option<&wgpu::Buffer> {
         self.device.as_deref()
     }
@@ -111,7 +113,10 @@ impl std::ops::DerefMut for HostBlock {
 /// the buffer that aliases it.
 struct Mapping(Arc<MmapRaw>);
 
-impl crate::HostRegion for Mapping {
+// SAFETY: the block's mapping stays mapped, at one address and length,
+// while this `Arc` holds it.
+#[allow(unsafe_code)]
+unsafe impl crate::HostRegion for Mapping {
     fn as_ptr(&self) -> *const u8 {
         self.0.as_ptr()
     }

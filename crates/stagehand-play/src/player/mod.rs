@@ -41,8 +41,8 @@ pub(crate) use picture::draw_letterboxed;
 use run::Run;
 use stagehand_gpu::Gpu;
 use stagehand_gpu::upload::{
-    CopyLayout, EngineConfig, FrameQueue, FrameQueueConfig, InPlace, Upload, UploadEngine,
-    UploadError, UploadStatus,
+    CopyLayout, EngineConfig, FrameQueue, FrameQueueConfig, InPlace, TextureRegion, Upload,
+    UploadEngine, UploadError, UploadStatus,
 };
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -1361,11 +1361,17 @@ fn produce_frame(
 /// (rows at the staging pitch: `frame_memory`'s as-uploaded layout). The
 /// frame is held until its copy has landed.
 fn in_place(shared: &Shared, frame: &Arc<Frame>) -> Option<InPlace> {
-    let pitch = frame
-        .info
-        .row_bytes()
-        .next_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT as usize);
-    let start = frame.laid_out_as_staging(pitch)?;
+    // The layout the queue's uploads lay frames out in: the same for
+    // every slot (one texture size).
+    let slot = shared.queue.slot(0);
+    let layout = slot
+        .layout_of(TextureRegion::frame(slot.texture().size()))
+        .ok()?;
+    let (_, rows) = frame.info.texture_size();
+    if layout.rows != u64::from(rows) || layout.row_bytes != frame.info.row_bytes() as u64 {
+        return None;
+    }
+    let start = frame.laid_out_as_staging(usize::try_from(layout.staging_pitch).ok()?)?;
     let (buffer, offset) = shared.buffers.in_place_at(start)?;
     Some(InPlace::new(buffer, offset, Arc::clone(frame)))
 }

@@ -300,7 +300,8 @@ pub(super) mod planes {
         // missing rows hold whatever the buffer held (a missing end
         // marker alone, the picture whole, still decodes).
         options.set("err_detect", "explode");
-        frame_memory::lend(context, buffers, |context| {
+        let as_uploaded = frame_memory::STILL_JPEG_AS_UPLOADED;
+        frame_memory::lend(context, buffers, as_uploaded, |context| {
             context
                 .decoder()
                 .open_as_with(codec, options)

@@ -52,16 +52,28 @@ use x11rb::rust_connection::RustConnection;
 /// blue first).
 pub(crate) const FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 
+/// The granularity of shared memory segments' sizes.
+const SEGMENT_ALIGN: usize = 64 << 10;
+
 /// The format frames for a window are drawn in on `gpu`: blue first
 /// (the server's own order) where the device copies them straight into
 /// the memory shared with the server ([`X11Present::put_texture`]), so
 /// neither the device nor the CPU touches a pixel on the way; else
 /// [`FORMAT`].
 pub(crate) fn format_for(gpu: &Gpu) -> wgpu::TextureFormat {
-    match gpu.device().host_import_alignment() {
-        Some(_) => wgpu::TextureFormat::Bgra8Unorm,
-        None => FORMAT,
+    match copies_into_shared_memory(gpu) {
+        true => wgpu::TextureFormat::Bgra8Unorm,
+        false => FORMAT,
     }
+}
+
+/// Whether `gpu` copies frames into memory shared with the X server: a
+/// software adapter (its copies are the CPU's own, so the host sees them
+/// once the copy has ended; a GPU's would need a host barrier wgpu does
+/// not give) that imports host memory.
+fn copies_into_shared_memory(gpu: &Gpu) -> bool {
+    gpu.adapter().get_info().device_type == wgpu::DeviceType::Cpu
+        && gpu.device().host_import_alignment().is_some()
 }
 
 /// The X11 window id of `window`, if it is an X11 window.
@@ -122,7 +134,10 @@ enum DeviceCopy {
 /// destroyed the buffer that aliases it.
 struct SharedWithDevice(Arc<MmapRaw>);
 
-impl HostRegion for SharedWithDevice {
+// SAFETY: the segment's mapping stays mapped, at one address and
+// length, while this `Arc` holds it.
+#[allow(unsafe_code)]
+unsafe impl HostRegion for SharedWithDevice {
     fn as_ptr(&self) -> *const u8 {
         self.0.as_ptr()
     }
@@ -232,6 +247,9 @@ impl X11Present {
         let Some(align) = gpu.device().host_import_alignment() else {
             return Ok(false);
         };
+        if !copies_into_shared_memory(gpu) {
+            return Ok(false);
+        }
         if texture.format() != wgpu::TextureFormat::Bgra8Unorm || self.format != texture.format() {
             return Ok(false);
         }
@@ -279,8 +297,12 @@ impl X11Present {
         let DeviceCopy::Into(buffer) = &held.device else {
             return Ok(false);
         };
-        let copied = copy_and_wait(gpu, texture, buffer, pitch);
-        copied.map_err(|e| format!("copying the frame into shared memory: {e}"))?;
+        if let Err(e) = copy_and_wait(gpu, texture, buffer, pitch) {
+            // Not submitted, or the device is lost: either way the device
+            // writes this segment no more, and frames are read back.
+            held.device = DeviceCopy::Refused;
+            return Err(format!("copying the frame into shared memory: {e}"));
+        }
         self.put_from(held, (width, height)).map_err(|e| match e {
             Sharing::Refused => "the server refused shared memory".to_owned(),
             Sharing::Failed(e) => e,
@@ -480,6 +502,10 @@ impl Segment {
     /// `None` where it cannot be (no memfd, a server that does not take
     /// it: one on another machine).
     fn new(conn: &RustConnection, len: usize) -> Option<Self> {
+        // Whole 64 KiB: the alignment a device asks of memory it imports
+        // is at most that in practice (a page on lavapipe), so a segment
+        // made for a frame read back can still be the device's later.
+        let len = len.max(1).checked_next_multiple_of(SEGMENT_ALIGN)?;
         let file = File::from(memfd()?);
         file.set_len(len as u64).ok()?;
         // The file is anonymous memory of this process's own (memfd),

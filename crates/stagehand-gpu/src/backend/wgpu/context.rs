@@ -256,11 +256,10 @@ fn open_device(
     // VK_EXT_external_memory_host), else as wgpu opens it.
     #[cfg(any(windows, all(unix, not(target_vendor = "apple"))))]
     let (device, queue, host) = match super::host_import::open(adapter, &desc) {
-        Some(opened) => {
-            let (device, queue, host) = opened.map_err(refused)?;
-            (device, queue, Some(host))
-        }
-        None => {
+        Some(Ok((device, queue, host))) => (device, queue, Some(host)),
+        // Not able to import, or opened that way it failed: as wgpu opens
+        // it (whose error, if any, is the one to give).
+        Some(Err(_)) | None => {
             let (device, queue) = pollster::block_on(adapter.request_device(&desc))
                 .map_err(|e| refused(e.to_string()))?;
             (device, queue, None)

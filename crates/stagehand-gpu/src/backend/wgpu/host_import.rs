@@ -19,7 +19,14 @@ pub(crate) use vulkan::{HostImport, open};
 
 /// What an imported buffer holds on to: the memory it aliases, kept alive
 /// until the device has destroyed the buffer.
-pub trait HostRegion: Send + Sync + 'static {
+///
+/// # Safety
+///
+/// `as_ptr()` to `as_ptr() + len()` is memory of this process's, readable
+/// and writable, that stays mapped (and the same memory) until the value
+/// is dropped, and both methods give the same answer every time.
+#[allow(unsafe_code)]
+pub unsafe trait HostRegion: Send + Sync + 'static {
     /// The first byte.
     fn as_ptr(&self) -> *const u8;
     /// Bytes in the region.
@@ -30,7 +37,10 @@ pub trait HostRegion: Send + Sync + 'static {
     }
 }
 
-impl HostRegion for memmap2::MmapMut {
+// SAFETY: a mapping stays mapped, at one address and length, until it is
+// dropped.
+#[allow(unsafe_code)]
+unsafe impl HostRegion for memmap2::MmapMut {
     fn as_ptr(&self) -> *const u8 {
         <[u8]>::as_ptr(self)
     }
@@ -52,6 +62,10 @@ mod vulkan {
     pub(crate) struct HostImport {
         ext: ash::ext::external_memory_host::DeviceFn,
         alignment: usize,
+        /// The device's memory types that are host-coherent, as bits: an
+        /// import of one needs no flush for the device to see the host's
+        /// writes.
+        coherent: u32,
     }
 
     impl std::fmt::Debug for HostImport {
@@ -73,8 +87,19 @@ mod vulkan {
         let name = ash::ext::external_memory_host::NAME;
         // SAFETY: the HAL adapter is only read here, while `adapter` lives.
         let hal = unsafe { adapter.as_hal::<Vulkan>() }?;
-        if !hal.physical_device_capabilities().supports_extension(name) {
+        // The import needs Vulkan 1.1 (its dependency, external memory, is
+        // core there, as is the properties query below).
+        let v1_1 = hal.physical_device_capabilities().properties().api_version
+            >= vk::API_VERSION_1_1
+            && hal.shared_instance().instance_api_version() >= vk::API_VERSION_1_1;
+        if !v1_1 || !hal.physical_device_capabilities().supports_extension(name) {
             return None;
+        }
+        let experimental = desc.required_features & wgpu::Features::all_experimental_mask();
+        if !experimental.is_empty() && !desc.experimental_features.is_enabled() {
+            return Some(Err(format!(
+                "experimental features asked for without enabling them: {experimental:?}"
+            )));
         }
         if !adapter.features().contains(desc.required_features) {
             return Some(Err(format!(
@@ -92,6 +117,7 @@ mod vulkan {
             )));
         }
         let alignment = import_alignment(&hal);
+        let coherent = coherent_types(&hal);
         // SAFETY: the callback only adds an extension the adapter has (checked
         // above); features and limits were checked against the adapter's, as
         // `request_device` checks them.
@@ -119,8 +145,15 @@ mod vulkan {
         // features and limits.
         let made = unsafe { adapter.create_device_from_hal(opened, desc) };
         Some(
-            made.map(|(device, queue)| (device, queue, HostImport { ext, alignment }))
-                .map_err(|e| e.to_string()),
+            made.map(|(device, queue)| {
+                let import = HostImport {
+                    ext,
+                    alignment,
+                    coherent,
+                };
+                (device, queue, import)
+            })
+            .map_err(|e| e.to_string()),
         )
     }
 
@@ -140,7 +173,34 @@ mod vulkan {
             .max(page)
     }
 
+    /// The adapter's host-coherent memory types, as bits.
+    #[allow(unsafe_code)] // one query of the physical device
+    fn coherent_types(hal: &wgpu::hal::vulkan::Adapter) -> u32 {
+        let instance = hal.shared_instance().raw_instance();
+        // SAFETY: the physical device is the adapter's own.
+        let memory =
+            unsafe { instance.get_physical_device_memory_properties(hal.raw_physical_device()) };
+        let count = (memory.memory_type_count as usize).min(memory.memory_types.len());
+        memory.memory_types[..count]
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| {
+                t.property_flags
+                    .contains(vk::MemoryPropertyFlags::HOST_COHERENT)
+            })
+            .fold(0, |bits, (i, _)| bits | (1 << i))
+    }
+
     impl HostImport {
+        /// The memory type to import into among `types` (bits): a
+        /// host-coherent one where there is one.
+        fn preferred_type(&self, types: u32) -> u32 {
+            match types & self.coherent {
+                0 => types.trailing_zeros(),
+                coherent => coherent.trailing_zeros(),
+            }
+        }
+
         /// The alignment a region's start and length must have.
         pub(crate) fn alignment(&self) -> usize {
             self.alignment
@@ -212,19 +272,21 @@ mod vulkan {
             // SAFETY: `buffer` was just made on this device.
             let needs = unsafe { raw.get_buffer_memory_requirements(buffer) };
             let types = needs.memory_type_bits & host.memory_type_bits;
-            if types == 0 {
+            if types == 0 || needs.size > len as u64 {
                 // SAFETY: made above, never used.
                 unsafe { raw.destroy_buffer(buffer, None) };
-                return Err(refuse(
-                    "no memory type both the buffer and the import allow".into(),
-                ));
+                return Err(refuse(format!(
+                    "the buffer needs {} bytes of memory types {:#x}; the import gives {len} of {:#x}",
+                    needs.size, needs.memory_type_bits, host.memory_type_bits
+                )));
             }
+            let memory_type = self.preferred_type(types);
             let mut import = vk::ImportMemoryHostPointerInfoEXT::default()
                 .handle_type(handle)
                 .host_pointer(ptr.cast_mut().cast::<c_void>());
             let alloc = vk::MemoryAllocateInfo::default()
                 .allocation_size(len as u64)
-                .memory_type_index(types.trailing_zeros())
+                .memory_type_index(memory_type)
                 .push_next(&mut import);
             // SAFETY: the import names the region, which stays alive (it moves
             // into the buffer's drop callback below) until the memory is freed.

@@ -134,13 +134,15 @@ impl WgpuTransfer {
     }
 
     /// Records and submits the copy of `plan` from `staging`, whose bytes
-    /// start at `base`.
+    /// start at `base`: in strips where the target asks for them and
+    /// `strips` allows.
     fn copy(
         &self,
         staging: &wgpu::Buffer,
         base: u64,
         target: &WgpuTarget,
         plan: &CopyPlan,
+        strips_allowed: bool,
     ) -> Result<(), String> {
         match (target, plan) {
             (
@@ -151,7 +153,8 @@ impl WgpuTransfer {
                 },
                 CopyPlan::Texture(l),
             ) => {
-                for rows in strips(l, *rows_per_submit) {
+                let rows_per_submit = rows_per_submit.filter(|_| strips_allowed);
+                for rows in strips(l, rows_per_submit) {
                     self.submit_one(|encoder| {
                         copy_strip(encoder, (staging, base), texture, l, rows);
                     })?;
@@ -216,7 +219,7 @@ impl TransferBackend for WgpuTransfer {
     ) -> Result<WgpuInFlight, UploadError> {
         let buffer: &wgpu::Buffer = staging;
         buffer.unmap();
-        self.copy(buffer, 0, target, plan)
+        self.copy(buffer, 0, target, plan, true)
             .map_err(UploadError::Device)?;
         // Mapping again waits for the copy: its callback is the copy's end,
         // and leaves the buffer ready for the next upload.
@@ -243,7 +246,10 @@ impl TransferBackend for WgpuTransfer {
                 source.buffer.size()
             )));
         }
-        self.copy(&source.buffer, source.offset, target, plan)
+        // One submission: one that fails then has submitted nothing, and
+        // the source (which the engine lets go when the upload ends) is
+        // not read by a copy still queued.
+        self.copy(&source.buffer, source.offset, target, plan, false)
             .map_err(UploadError::Device)?;
         // No staging to map again: the copy's end is the end of the work
         // submitted so far.

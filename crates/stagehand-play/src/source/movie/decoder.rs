@@ -169,7 +169,10 @@ fn open_video(
     };
     match buffers {
         None => open(context).map(Video::Own),
-        Some(buffers) => frame_memory::lend(context, buffers, open).map(Video::Lent),
+        Some(buffers) => {
+            let as_uploaded = frame_memory::MOVIE_CODECS_AS_UPLOADED;
+            frame_memory::lend(context, buffers, as_uploaded, open).map(Video::Lent)
+        }
     }
 }
 

@@ -54,10 +54,26 @@ const OUT_OF_MEMORY: c_int = ffi::AVERROR(ffi::ENOMEM);
 /// Planes a frame may have (FFmpeg's images have at most four).
 const PLANES: usize = 4;
 
-/// What a decoder's callback reads: the pool.
+/// What a decoder's callback reads: the pool, and the codecs whose frames
+/// may be laid out as uploaded ([`lay_out_as_uploaded`]).
 struct Lender {
     buffers: Arc<FrameBuffers>,
+    as_uploaded: &'static [ffi::AVCodecID],
 }
+
+/// A movie's codecs whose decoders write only inside the picture they ask
+/// a buffer for (see [`lay_out_as_uploaded`]).
+pub(crate) const MOVIE_CODECS_AS_UPLOADED: &[ffi::AVCodecID] = &[
+    ffi::AVCodecID::AV_CODEC_ID_H264,
+    ffi::AVCodecID::AV_CODEC_ID_HEVC,
+    ffi::AVCodecID::AV_CODEC_ID_VP9,
+    ffi::AVCodecID::AV_CODEC_ID_AV1,
+    ffi::AVCodecID::AV_CODEC_ID_PRORES,
+];
+
+/// A still JPEG's decoder (a movie's Motion JPEG may be coded in fields,
+/// and is not in [`MOVIE_CODECS_AS_UPLOADED`]).
+pub(crate) const STILL_JPEG_AS_UPLOADED: &[ffi::AVCodecID] = &[ffi::AVCodecID::AV_CODEC_ID_MJPEG];
 
 /// A decoder that writes into frame buffers, and what its callback reads:
 /// the pool is owned here, and must outlive the decoder, which holds its
@@ -101,19 +117,21 @@ impl Lending {
 
 /// Makes `context`'s decoder (not opened yet) take its frames' memory from
 /// `buffers`, and `open` it (its error, if any, is this call's). Each
-/// frame is laid out as its upload lays it out in staging where that is
-/// safe ([`lay_out_as_uploaded`]: the GPU then copies it from where it
-/// was decoded, [`FrameBuffers::in_place_at`]), else its planes one after
-/// another. A codec that cannot decode into memory it is given (no `DR1`)
+/// frame of a codec in `as_uploaded` is laid out as its upload lays it out
+/// in staging where that is safe ([`lay_out_as_uploaded`]: the GPU then
+/// copies it from where it was decoded, [`FrameBuffers::in_place_at`]),
+/// else its planes one after another. A codec that cannot decode into memory it is given (no `DR1`)
 /// keeps its own allocator.
 #[allow(unsafe_code)] // sets two fields of the context; see below
 pub(crate) fn lend<E>(
     mut context: ffmpeg::codec::Context,
     buffers: &Arc<FrameBuffers>,
+    as_uploaded: &'static [ffi::AVCodecID],
     open: impl FnOnce(ffmpeg::codec::Context) -> Result<ffmpeg::decoder::Video, E>,
 ) -> Result<Lending, E> {
     let lender = Box::new(Lender {
         buffers: Arc::clone(buffers),
+        as_uploaded,
     });
     // SAFETY: `as_mut_ptr` is the context's live AVCodecContext, not yet
     // opened, so no decoder thread reads it. Its `codec` is null or a
@@ -167,7 +185,7 @@ unsafe extern "C" fn get_buffer(
     // fill.
     unsafe {
         let lender = &*(*context).opaque.cast_const().cast::<Lender>();
-        let packed = lay_out_as_uploaded(context, frame);
+        let packed = lay_out_as_uploaded(context, frame, lender.as_uploaded);
         let Some(layout) = packed.or_else(|| lay_out(context, frame)) else {
             return ffi::avcodec_default_get_buffer2(context, frame, flags);
         };
@@ -209,14 +227,24 @@ unsafe extern "C" fn give_back(opaque: *mut c_void, _data: *mut u8) {
 
 /// The frame laid out as its upload lays it out in staging (the planes
 /// packed into one texture's rows, [`crate::yuv`], each row 256-byte
-/// aligned), or `None` where that is not safe: a format
-/// the player does not pack (or one with an alpha plane), a size the
-/// decoder may write past (not a multiple of 16, or coded larger than
-/// shown: its padding rows would land on the next plane), alignments the
-/// 256-byte rows do not meet, or a plane that would not start on a
-/// 64-byte boundary. Each plane's rows are the packed texture's, every
-/// line size the upload's row pitch, with rows to spare below for the
-/// reads past a plane's end that decoders make.
+/// aligned), or `None` where that is not safe.
+///
+/// FFmpeg lets a decoder write into the rows and columns it pads a
+/// picture to (`avcodec_align_dimensions2`: heights to multiples of 32),
+/// which here would be the next plane's. So only decoders known to write
+/// inside the picture they ask a buffer for are laid out this way (the
+/// lender's `as_uploaded`, by codec): H.264 (its buffer's height is the
+/// coded height, whole macroblocks, or pairs of them when interlaced),
+/// HEVC (blocks split at the picture's edge), VP9, AV1 (libaom copies
+/// the picture it decoded), ProRes and a still JPEG, both of whose blocks
+/// tile a picture whose sides are multiples of 16, the one condition
+/// checked here for all. An interlaced frame (ProRes decodes each field
+/// in blocks of its own height) is refused, as are a format the player
+/// does not pack (or one with an alpha plane), alignments the 256-byte
+/// rows do not meet, and a plane that would not start on a 64-byte
+/// boundary. Each plane's rows are the packed texture's, every line size
+/// the upload's row pitch, with rows to spare below for the reads past a
+/// plane's end that decoders make.
 ///
 /// # Safety
 /// `context` and `frame` are live, as FFmpeg passes them to `get_buffer2`.
@@ -224,18 +252,21 @@ unsafe extern "C" fn give_back(opaque: *mut c_void, _data: *mut u8) {
 unsafe fn lay_out_as_uploaded(
     context: *mut ffi::AVCodecContext,
     frame: *mut ffi::AVFrame,
+    as_uploaded_codecs: &[ffi::AVCodecID],
 ) -> Option<Layout> {
     // SAFETY: both are live (the caller's word); the calls only read the
     // context and write the array given them (eight alignments).
     unsafe {
+        if !as_uploaded_codecs.contains(&(*context).codec_id) {
+            return None;
+        }
         let format = (*context).pix_fmt;
         if (*frame).format != format as c_int || ffi::av_pix_fmt_count_planes(format) != 3 {
             return None;
         }
         let (chroma, bits, _) = super::planes::planar(ffmpeg::format::Pixel::from(format))?;
         let (w, h) = ((*frame).width, (*frame).height);
-        let coded = ((*context).coded_width, (*context).coded_height);
-        if w <= 0 || h <= 0 || w % 16 != 0 || h % 16 != 0 || coded != (w, h) {
+        if w <= 0 || h <= 0 || w % 16 != 0 || h % 16 != 0 || (*frame).interlaced_frame != 0 {
             return None;
         }
         let (mut aw, mut ah) = (w, h);
@@ -463,7 +494,7 @@ mod tests {
         let buffers = FrameBuffers::new();
         let codec = ffmpeg::decoder::find(ffmpeg::codec::Id::MJPEG).expect("FFmpeg has MJPEG");
         let context = ffmpeg::codec::Context::new_with_codec(codec);
-        let mut decoder = lend(context, &buffers, |c| {
+        let mut decoder = lend(context, &buffers, &[], |c| {
             c.decoder().open_as(codec).and_then(|o| o.video())
         })
         .expect("the decoder opens");
