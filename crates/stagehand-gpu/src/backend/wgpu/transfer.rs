@@ -134,15 +134,13 @@ impl WgpuTransfer {
     }
 
     /// Records and submits the copy of `plan` from `staging`, whose bytes
-    /// start at `base`: in strips where the target asks for them and
-    /// `strips` allows.
+    /// start at `base`: in strips where the target asks for them.
     fn copy(
         &self,
         staging: &wgpu::Buffer,
         base: u64,
         target: &WgpuTarget,
         plan: &CopyPlan,
-        strips_allowed: bool,
     ) -> Result<(), String> {
         match (target, plan) {
             (
@@ -153,8 +151,7 @@ impl WgpuTransfer {
                 },
                 CopyPlan::Texture(l),
             ) => {
-                let rows_per_submit = rows_per_submit.filter(|_| strips_allowed);
-                for rows in strips(l, rows_per_submit) {
+                for rows in strips(l, *rows_per_submit) {
                     self.submit_one(|encoder| {
                         copy_strip(encoder, (staging, base), texture, l, rows);
                     })?;
@@ -219,7 +216,7 @@ impl TransferBackend for WgpuTransfer {
     ) -> Result<WgpuInFlight, UploadError> {
         let buffer: &wgpu::Buffer = staging;
         buffer.unmap();
-        self.copy(buffer, 0, target, plan, true)
+        self.copy(buffer, 0, target, plan)
             .map_err(UploadError::Device)?;
         // Mapping again waits for the copy: its callback is the copy's end,
         // and leaves the buffer ready for the next upload.
@@ -246,11 +243,14 @@ impl TransferBackend for WgpuTransfer {
                 source.buffer.size()
             )));
         }
-        // One submission: one that fails then has submitted nothing, and
-        // the source (which the engine lets go when the upload ends) is
-        // not read by a copy still queued.
-        self.copy(&source.buffer, source.offset, target, plan, false)
-            .map_err(UploadError::Device)?;
+        if let Err(e) = self.copy(&source.buffer, source.offset, target, plan) {
+            // Strips submitted before the one that failed may still be
+            // queued, and the engine lets the source go when the upload
+            // ends: nothing may read it after that, so their end is
+            // waited for first.
+            let _ = self.gpu.device().poll(wgpu::PollType::wait_indefinitely());
+            return Err(UploadError::Device(e));
+        }
         // No staging to map again: the copy's end is the end of the work
         // submitted so far.
         let signal = Arc::new(Signal::default());
