@@ -112,28 +112,10 @@ fn a_texture_copied_into_imported_host_memory_lands_there_and_the_memory_outlive
     );
 
     // And the other way: the imported memory as a copy's source.
-    let back = gpu
-        .device()
-        .create_buffer(&wgpu::BufferDescriptor {
-            label: Some("back"),
-            size: 256,
-            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
-            mapped_at_creation: false,
-        })
-        .unwrap();
-    let mut encoder = gpu
-        .device()
-        .create_command_encoder(&wgpu::CommandEncoderDescriptor::default())
-        .unwrap();
-    encoder.copy_buffer_to_buffer(&buffer, 256, &back, 0, 256);
-    gpu.queue().submit([encoder.finish().unwrap()]).unwrap();
-    back.slice(..)
-        .map_async(wgpu::MapMode::Read, |r| r.unwrap());
-    wait(&gpu);
-    assert_eq!(
-        &back.slice(..).get_mapped_range().unwrap()[..],
-        &texels[256..512]
-    );
+    let back = read_back(&gpu, 256, |encoder, back| {
+        encoder.copy_buffer_to_buffer(&buffer, 256, back, 0, 256);
+    });
+    assert_eq!(&back[..], &texels[256..512]);
 
     assert_eq!(
         dropped.load(Ordering::SeqCst),
@@ -286,11 +268,37 @@ fn a_frame_copied_in_place_from_host_memory_lands_byte_for_byte() {
 /// The texels of a small RGBA8 texture (rows of at most 64 texels), packed.
 fn read_rgba8(gpu: &stagehand_gpu::Gpu, texture: &wgpu::Texture) -> Vec<u8> {
     let (w, h) = (texture.width(), texture.height());
+    let rows = read_back(gpu, u64::from(256 * h), |encoder, back| {
+        encoder.copy_texture_to_buffer(
+            texture.as_image_copy(),
+            wgpu::TexelCopyBufferInfo {
+                buffer: back,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(256),
+                    rows_per_image: None,
+                },
+            },
+            texture.size(),
+        );
+    });
+    (0..h as usize)
+        .flat_map(|y| rows[y * 256..y * 256 + w as usize * 4].to_vec())
+        .collect()
+}
+
+/// The `size` bytes that the copy `record` records into a buffer of that
+/// size, once the device has run it.
+fn read_back(
+    gpu: &stagehand_gpu::Gpu,
+    size: u64,
+    record: impl FnOnce(&mut wgpu::CommandEncoder, &wgpu::Buffer),
+) -> Vec<u8> {
     let back = gpu
         .device()
         .create_buffer(&wgpu::BufferDescriptor {
             label: Some("read back"),
-            size: u64::from(256 * h),
+            size,
             usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
             mapped_at_creation: false,
         })
@@ -299,24 +307,10 @@ fn read_rgba8(gpu: &stagehand_gpu::Gpu, texture: &wgpu::Texture) -> Vec<u8> {
         .device()
         .create_command_encoder(&wgpu::CommandEncoderDescriptor::default())
         .unwrap();
-    encoder.copy_texture_to_buffer(
-        texture.as_image_copy(),
-        wgpu::TexelCopyBufferInfo {
-            buffer: &back,
-            layout: wgpu::TexelCopyBufferLayout {
-                offset: 0,
-                bytes_per_row: Some(256),
-                rows_per_image: None,
-            },
-        },
-        texture.size(),
-    );
+    record(&mut encoder, &back);
     gpu.queue().submit([encoder.finish().unwrap()]).unwrap();
     back.slice(..)
         .map_async(wgpu::MapMode::Read, |r| r.unwrap());
     wait(gpu);
-    let view = back.slice(..).get_mapped_range().unwrap();
-    (0..h as usize)
-        .flat_map(|y| view[y * 256..y * 256 + w as usize * 4].to_vec())
-        .collect()
+    back.slice(..).get_mapped_range().unwrap().to_vec()
 }

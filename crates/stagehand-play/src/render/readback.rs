@@ -78,8 +78,13 @@ fn pitch(width: u32, texel_bytes: u32) -> u32 {
 }
 
 /// Records and submits the copy of mip 0 of `texture` into `buffer`,
-/// rows `pitch` bytes apart.
-fn copy(gpu: &Gpu, texture: &wgpu::Texture, buffer: &wgpu::Buffer, pitch: u32) -> Result<()> {
+/// rows `pitch` bytes apart; the submission, to wait for.
+pub(crate) fn copy(
+    gpu: &Gpu,
+    texture: &wgpu::Texture,
+    buffer: &wgpu::Buffer,
+    pitch: u32,
+) -> Result<wgpu::SubmissionIndex> {
     let mut encoder = gpu.device().create_command_encoder(&Default::default())?;
     encoder.copy_texture_to_buffer(
         texture.as_image_copy(),
@@ -93,8 +98,7 @@ fn copy(gpu: &Gpu, texture: &wgpu::Texture, buffer: &wgpu::Buffer, pitch: u32) -
         },
         texture.size(),
     );
-    gpu.queue().submit([encoder.finish()?])?;
-    Ok(())
+    gpu.queue().submit([encoder.finish()?])
 }
 
 /// Maps all of `buffer` for reading, waiting for the device; `None` if

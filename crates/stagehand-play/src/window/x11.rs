@@ -446,24 +446,8 @@ fn copy_and_wait(
     buffer: &wgpu::Buffer,
     pitch: u32,
 ) -> Result<(), String> {
-    let mut encoder = gpu
-        .device()
-        .create_command_encoder(&Default::default())
-        .map_err(|e| e.to_string())?;
-    encoder.copy_texture_to_buffer(
-        texture.as_image_copy(),
-        wgpu::TexelCopyBufferInfo {
-            buffer,
-            layout: wgpu::TexelCopyBufferLayout {
-                offset: 0,
-                bytes_per_row: Some(pitch),
-                rows_per_image: Some(texture.height()),
-            },
-        },
-        texture.size(),
-    );
-    let finished = encoder.finish().map_err(|e| e.to_string())?;
-    let index = gpu.queue().submit([finished]).map_err(|e| e.to_string())?;
+    let index =
+        crate::render::readback::copy(gpu, texture, buffer, pitch).map_err(|e| e.to_string())?;
     gpu.device()
         .poll(wgpu::PollType::Wait {
             submission_index: Some(index),

@@ -25,7 +25,7 @@ const INTRA_RUN_AHEAD: usize = 48;
 /// An open demuxer and video decoder, and where they stand.
 pub(super) struct Decoder {
     input: ffmpeg::format::context::Input,
-    video: Video,
+    video: Lending,
     stream: usize,
     /// The size and format every frame must have (the first frame's).
     info: Option<FrameInfo>,
@@ -53,50 +53,6 @@ pub(super) struct Decoder {
     /// Where the decoder puts a frame (it empties it first, even when it
     /// has none to give).
     incoming: ffmpeg::frame::Video,
-}
-
-/// A video decoder: writing its frames into memory of its own, or into
-/// the player's frame buffers.
-enum Video {
-    Own(ffmpeg::decoder::Video),
-    Lent(Lending),
-}
-
-impl Video {
-    fn send_packet(&mut self, packet: &ffmpeg::Packet) -> Result<(), ffmpeg::Error> {
-        match self {
-            Self::Own(v) => v.send_packet(packet),
-            Self::Lent(v) => v.send_packet(packet),
-        }
-    }
-
-    fn send_eof(&mut self) -> Result<(), ffmpeg::Error> {
-        match self {
-            Self::Own(v) => v.send_eof(),
-            Self::Lent(v) => v.send_eof(),
-        }
-    }
-
-    fn receive_frame(&mut self, frame: &mut ffmpeg::frame::Video) -> Result<(), ffmpeg::Error> {
-        match self {
-            Self::Own(v) => v.receive_frame(frame),
-            Self::Lent(v) => v.receive_frame(frame),
-        }
-    }
-
-    fn flush(&mut self) {
-        match self {
-            Self::Own(v) => v.flush(),
-            Self::Lent(v) => v.flush(),
-        }
-    }
-
-    fn skip_frame(&mut self, discard: ffmpeg::Discard) {
-        match self {
-            Self::Own(v) => v.skip_frame(discard),
-            Self::Lent(v) => v.skip_frame(discard),
-        }
-    }
 }
 
 /// How many threads a decoder decodes on.
@@ -147,15 +103,15 @@ fn threaded_context(
 }
 
 /// The video decoder of `input`'s stream `stream`, on `threads`; with
-/// `buffers`, writing its frames into them, laid out as their upload lays
-/// them out where that is safe.
+/// writing its frames into `buffers`, laid out as their upload lays them
+/// out where that is safe.
 fn open_video(
     input: &ffmpeg::format::context::Input,
     stream: usize,
     intra_only: bool,
     threads: Threads,
-    buffers: Option<&Arc<FrameBuffers>>,
-) -> Result<Video, String> {
+    buffers: &Arc<FrameBuffers>,
+) -> Result<Lending, String> {
     let parameters = input
         .stream(stream)
         .ok_or("the video stream went away")?
@@ -167,13 +123,8 @@ fn open_video(
             .video()
             .map_err(|e| format!("no decoder for it in this FFmpeg ({e})"))
     };
-    match buffers {
-        None => open(context).map(Video::Own),
-        Some(buffers) => {
-            let as_uploaded = frame_memory::MOVIE_CODECS_AS_UPLOADED;
-            frame_memory::lend(context, buffers, as_uploaded, open).map(Video::Lent)
-        }
-    }
+    let as_uploaded = frame_memory::MOVIE_CODECS_AS_UPLOADED;
+    frame_memory::lend(context, buffers, as_uploaded, open)
 }
 
 /// Refuses a frame (`got`, of pixel format `format`) whose size or
@@ -207,16 +158,15 @@ impl Decoder {
     /// Opens `path`'s stream `stream`, decoding on `threads`; every
     /// frame must be `info`'s size and format, when known (the movie's
     /// first frame), else the first this decoder gives. `intra_only`:
-    /// every frame is a keyframe. With `buffers`, frames are written into
-    /// them (see [`frame_memory::lend`]); else into the decoder's own
-    /// memory.
+    /// every frame is a keyframe. Frames are written into `buffers` (see
+    /// [`frame_memory::lend`]).
     pub fn open(
         path: &std::path::Path,
         stream: usize,
         info: Option<FrameInfo>,
         intra_only: bool,
         threads: Threads,
-        buffers: Option<&Arc<FrameBuffers>>,
+        buffers: &Arc<FrameBuffers>,
     ) -> Result<Self, String> {
         let input = ffmpeg::format::input(path).map_err(|e| e.to_string())?;
         let video = open_video(&input, stream, intra_only, threads, buffers)?;

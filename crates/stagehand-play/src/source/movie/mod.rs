@@ -153,14 +153,15 @@ impl Movie {
         let codec_name = format!("{:?}", found.codec).to_ascii_lowercase();
         // One thread for this look at the first frame: starting and
         // stopping frame threads for it cost more than the frame does, and
-        // playback opens its own decoder on its decode thread.
+        // playback opens its own decoder on its decode thread. Its frame
+        // (kept for playback) lies in a pool of its own.
         let mut decoder = Decoder::open(
             path,
             found.stream,
             None,
             index.intra_only,
             Threads::One,
-            None,
+            &FrameBuffers::new(),
         )
         .map_err(|reason| unsupported(path, format!("codec {codec_name}: {reason}")))?;
         let info = first_frame_info(path, &mut decoder, &index)?;
@@ -234,7 +235,7 @@ impl Movie {
                 Some(self.info),
                 self.index.intra_only,
                 Threads::EveryCore,
-                Some(buffers),
+                buffers,
             )?;
             *decoder = Some((opened, here));
         }
